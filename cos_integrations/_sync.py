@@ -1,0 +1,24 @@
+"""Run a coroutine from sync code, inside or outside a running event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` when no loop runs in this thread; otherwise run it in a helper thread.
+
+    The second case is a sync API called from async code (a notebook, a LlamaIndex callback):
+    blocking that loop's thread is the caller's choice, deadlocking it must not be ours.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -1,0 +1,110 @@
+"""Configuration of the Chain of Summaries engine.
+
+Every field changes what the engine produces, so every field is part of
+:meth:`CoSConfig.config_hash` (the cache key of a summary). Clients, secrets, timeouts and
+worker counts are deliberately *not* here.
+
+Example:
+    >>> cfg = CoSConfig.paper()
+    >>> (cfg.iterations, cfg.questions_per_iteration, cfg.train_questions, cfg.val_questions)
+    (10, 1, 10, 5)
+    >>> CoSConfig(focus=["deadlines", "money"]).config_hash() != cfg.config_hash()
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .prompts import PROMPT_VERSION
+
+__all__ = ["CoSConfig", "Strategy", "PRESETS"]
+
+Strategy = Literal["cos", "cos-draft", "density", "zero-shot", "mini"]
+
+
+class CoSConfig(BaseModel):
+    """Hyperparameters of one summarisation run (paper §3, Appendix C).
+
+    Example:
+        >>> from cos_integrations import CoSConfig
+        >>> CoSConfig(strategy="cos-draft", iterations=5).strategy
+        'cos-draft'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strategy: Strategy = "cos"
+    iterations: int = Field(3, ge=0, le=50, description="i: refinement rounds")
+    questions_per_iteration: int = Field(
+        2, ge=1, le=50, description="iq: unanswered questions used per rewrite"
+    )
+    train_questions: int = Field(6, ge=0, le=100, description="synthetic refinement questions")
+    val_questions: int = Field(4, ge=0, le=100, description="synthetic validation questions")
+    f1_threshold: float = Field(0.5, ge=0.0, le=1.0, description="token F1 that counts as answered")
+    patience: int = Field(2, ge=1, description="rounds without validation gain before stopping")
+    max_summary_words: int = Field(200, ge=10, description="length budget of a summary")
+    density_rounds: int = Field(5, ge=1, le=20, description="rounds of the density strategy")
+    mini_questions: int = Field(5, ge=1, le=20, description="tricky questions in the mini strategy")
+    focus: tuple[str, ...] = Field((), description="topics that steer question generation")
+    human_questions: Literal["replace", "add"] = Field(
+        "replace", description="human questions replace synthetic ones, or are added to them"
+    )
+    context_tokens: int = Field(
+        8192, ge=512, description="model context; longer documents are split into sections"
+    )
+    max_output_tokens: int = Field(768, ge=32)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int = Field(0, description="seeds the train/validation split of the question bank")
+    parse_retries: int = Field(1, ge=0, le=5, description="re-asks after unparseable output")
+    prompt_version: str = PROMPT_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _focus_as_tuple(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("focus"), (list, str)):
+            focus = data["focus"]
+            data = {**data, "focus": (focus,) if isinstance(focus, str) else tuple(focus)}
+        return data
+
+    @model_validator(mode="after")
+    def _room_for_a_document(self) -> CoSConfig:
+        if self.context_tokens < self.max_output_tokens + 1024:
+            raise ValueError(
+                "context_tokens must leave at least 1024 tokens beside max_output_tokens "
+                f"(got context_tokens={self.context_tokens}, "
+                f"max_output_tokens={self.max_output_tokens})"
+            )
+        return self
+
+    @classmethod
+    def paper(cls, **overrides: object) -> CoSConfig:
+        """The paper's best setting: i=10 iterations, iq=1 question each, 10+5 questions."""
+        base = dict(iterations=10, questions_per_iteration=1, train_questions=10, val_questions=5)
+        return cls(**{**base, **overrides})
+
+    @classmethod
+    def fast(cls, **overrides: object) -> CoSConfig:
+        """A cheap setting for small local models: 2 rounds, 2 questions each, 4+3 questions."""
+        base = dict(iterations=2, questions_per_iteration=2, train_questions=4, val_questions=3)
+        return cls(**{**base, **overrides})
+
+    @classmethod
+    def preset(cls, name: str, **overrides: object) -> CoSConfig:
+        """A named preset: ``default``, ``fast`` or ``paper``."""
+        try:
+            return PRESETS[name](**overrides)
+        except KeyError:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None
+
+    def config_hash(self) -> str:
+        """A short stable hash of everything that changes the output (prompt version too)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+PRESETS = {"default": CoSConfig, "fast": CoSConfig.fast, "paper": CoSConfig.paper}

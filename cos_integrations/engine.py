@@ -1,0 +1,591 @@
+"""The Chain of Summaries engine: thesis, antithesis, synthesis, repeated (paper §3).
+
+One round costs at most two calls however many questions there are: one rewrite, and one
+call that answers *all* questions from the new summary. See :class:`ChainOfSummaries`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ._sync import run_sync
+from .config import CoSConfig
+from .errors import CoSError, CoSModelError, CoSOutputError
+from .metrics import is_unanswered, squad_f1
+from .model import ChatModel
+from .prompts import (
+    ANSWERS_SCHEMA,
+    QUESTIONS_SCHEMA,
+    answer_messages,
+    density_messages,
+    merge_messages,
+    merged_source,
+    mini_messages,
+    questions_messages,
+    rewrite_messages,
+    thesis_messages,
+)
+from .questions import (
+    ParseError,
+    QAPair,
+    dedupe,
+    parse_answers,
+    parse_density,
+    parse_mini,
+    parse_qa_pairs,
+    parse_summary,
+    split_bank,
+)
+from .result import CoSResult, IterationRecord, QuestionScore
+from .text import TokenCounter, estimate_tokens, split_sections
+from .usage import Usage
+
+__all__ = ["ChainOfSummaries"]
+
+log = logging.getLogger(__name__)
+
+# Room for instructions, the current summary and the questions in a source-carrying prompt.
+_PROMPT_OVERHEAD_TOKENS = 700
+
+
+@dataclass
+class _Run:
+    """Per-document state: the model calls and what they cost."""
+
+    llm: ChatModel
+    config: CoSConfig
+    doc_id: str | None
+    usage: Usage = field(default_factory=Usage)
+    warnings: list[str] = field(default_factory=list)
+
+    async def call(self, messages: list[dict[str, str]], *, json_schema: dict | None = None) -> str:
+        try:
+            result = await self.llm.chat(
+                messages,
+                max_tokens=self.config.max_output_tokens,
+                temperature=self.config.temperature,
+                json_schema=json_schema,
+            )
+        except CoSModelError as exc:
+            raise exc.with_doc_id(self.doc_id) from exc
+        except CoSError:
+            raise
+        except Exception as exc:  # an adapter's own error: typed, with the document id
+            raise CoSModelError(
+                f"model call failed: {type(exc).__name__}: {str(exc)[:200]}", doc_id=self.doc_id
+            ) from exc
+        self.usage.add(result.usage)
+        return result.text or ""
+
+    def warn(self, message: str) -> None:
+        where = f"document {self.doc_id}: " if self.doc_id else ""
+        log.warning("%s%s", where, message)
+        self.warnings.append(message)
+
+
+@dataclass
+class _Eval:
+    scores: list[QuestionScore]
+    train: float | None
+    val: float | None
+
+    def answered(self, question: str) -> bool:
+        return any(s.answered for s in self.scores if s.question == question)
+
+    @property
+    def selection(self) -> float:
+        """What best-iteration selection compares: validation, else refinement score."""
+        return self.val if self.val is not None else (self.train or 0.0)
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class ChainOfSummaries:
+    """Summarise documents with Chain of Summaries (or a baseline strategy).
+
+    Example:
+        >>> from cos_integrations import ChainOfSummaries, CoSConfig, OpenAIChatModel
+        >>> llm = OpenAIChatModel(base_url="http://127.0.0.1:8080/v1")   # doctest: +SKIP
+        >>> cos = ChainOfSummaries(llm, CoSConfig.paper())                # doctest: +SKIP
+        >>> result = cos.summarize("Rent is due on the 5th. ...")        # doctest: +SKIP
+        >>> result.summary, result.best_iteration, result.usage.calls    # doctest: +SKIP
+
+    Async: ``await cos.asummarize(text)`` and ``await cos.asummarize_many(texts,
+    concurrency=8)``. Human-written questions: ``cos.summarize(text, questions=[QAPair(...)])``.
+    """
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        config: CoSConfig | None = None,
+        *,
+        token_counter: TokenCounter = estimate_tokens,
+        section_concurrency: int = 2,
+    ) -> None:
+        if not hasattr(llm, "chat"):
+            raise TypeError(f"llm must implement ChatModel.chat(), got {type(llm).__name__}")
+        self.llm = llm
+        self.config = config or CoSConfig()
+        self.count_tokens = token_counter
+        self.section_concurrency = section_concurrency
+
+    # ----------------------------------------------------------------- public API
+    def summarize(
+        self, text: str, *, questions: Sequence[QAPair] | None = None, doc_id: str | None = None
+    ) -> CoSResult:
+        """Sync wrapper of :meth:`asummarize`."""
+        return run_sync(self.asummarize(text, questions=questions, doc_id=doc_id))
+
+    def summarize_many(self, texts: Sequence[str], **kwargs: object) -> list:
+        """Sync wrapper of :meth:`asummarize_many`."""
+        return run_sync(self.asummarize_many(texts, **kwargs))  # type: ignore[arg-type]
+
+    async def asummarize(
+        self, text: str, *, questions: Sequence[QAPair] | None = None, doc_id: str | None = None
+    ) -> CoSResult:
+        """Summarise one document.
+
+        Raises ``TypeError`` for a non-``str``, ``ValueError`` for empty text,
+        :class:`CoSModelError` when the model fails after retries, and
+        :class:`CoSOutputError` when it never produces a usable first summary.
+        """
+        name = doc_id or "<text>"
+        if not isinstance(text, str):
+            raise TypeError(f"document {name}: expected str, got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"document {name} is empty or whitespace only")
+        human = [
+            q if q.origin == "human" else q.model_copy(update={"origin": "human"})
+            for q in (questions or [])
+        ]
+        run = _Run(self.llm, self.config, doc_id)
+        result = await self._dispatch(text, run, human)
+        result.doc_id = doc_id
+        result.usage = run.usage
+        result.warnings = run.warnings + result.warnings
+        result.source_tokens = self.count_tokens(text)
+        result.summary_tokens = self.count_tokens(result.summary)
+        result.config_hash = self.config.config_hash()
+        return result
+
+    async def asummarize_many(
+        self,
+        texts: Sequence[str],
+        *,
+        concurrency: int = 4,
+        doc_ids: Sequence[str] | None = None,
+        questions: Sequence[Sequence[QAPair] | None] | None = None,
+        return_exceptions: bool = False,
+        on_result: Callable[[int, CoSResult | BaseException], None] | None = None,
+    ) -> list:
+        """Summarise many documents, at most ``concurrency`` at a time, in input order.
+
+        With ``return_exceptions=True`` a failed document's slot holds its exception and the
+        others still finish; ``on_result(i, result_or_error)`` is called as each one ends
+        (for progress bars and for storing results as they arrive).
+        """
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if doc_ids is not None and len(doc_ids) != len(texts):
+            raise ValueError("doc_ids must have one id per text")
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> CoSResult:
+            async with sem:
+                try:
+                    res = await self.asummarize(
+                        texts[i],
+                        questions=questions[i] if questions else None,
+                        doc_id=doc_ids[i] if doc_ids else None,
+                    )
+                except BaseException as exc:
+                    if on_result:
+                        on_result(i, exc)
+                    raise
+                if on_result:
+                    on_result(i, res)
+                return res
+
+        return await asyncio.gather(
+            *(one(i) for i in range(len(texts))), return_exceptions=return_exceptions
+        )
+
+    # ----------------------------------------------------------------- strategies
+    async def _dispatch(self, text: str, run: _Run, human: list[QAPair]) -> CoSResult:
+        cfg = self.config
+        budget = cfg.context_tokens - cfg.max_output_tokens - _PROMPT_OVERHEAD_TOKENS
+        if self.count_tokens(text) > budget:
+            return await self._long(text, run, human, budget)
+        if cfg.strategy == "zero-shot":
+            return await self._zero_shot(text, run)
+        if cfg.strategy == "mini":
+            return await self._mini(text, run)
+        if cfg.strategy == "density":
+            return await self._density(text, run)
+        return await self._cos(text, run, human, draft=cfg.strategy == "cos-draft")
+
+    async def _zero_shot(self, text: str, run: _Run) -> CoSResult:
+        summary = await self._thesis(text, run)
+        it = IterationRecord(index=0, kind="zero-shot", summary=summary)
+        return CoSResult(
+            strategy="zero-shot",
+            summary=summary,
+            best_iteration=0,
+            iterations=[it],
+            stop_reason="single call",
+        )
+
+    async def _mini(self, text: str, run: _Run) -> CoSResult:
+        cfg = self.config
+        msgs = mini_messages(text, words=cfg.max_summary_words, questions=cfg.mini_questions)
+        raw = ""
+        for _ in range(cfg.parse_retries + 1):
+            raw = await run.call(msgs)
+            summary = parse_mini(raw)
+            if summary:
+                it = IterationRecord(index=0, kind="mini", summary=summary)
+                return CoSResult(
+                    strategy="mini",
+                    summary=summary,
+                    best_iteration=0,
+                    iterations=[it],
+                    stop_reason="single call",
+                )
+        raise CoSOutputError("mini-CoS returned no summary", raw_output=raw, doc_id=run.doc_id)
+
+    async def _density(self, text: str, run: _Run) -> CoSResult:
+        cfg = self.config
+        words = min(cfg.max_summary_words, 100) if cfg.max_summary_words >= 60 else 60
+        iterations: list[IterationRecord] = []
+        current: str | None = None
+        best = -1
+        for index in range(cfg.density_rounds):
+            raw = await run.call(density_messages(text, current, words=words))
+            entities, summary = parse_density(raw)
+            if not summary:
+                run.warn(f"density round {index}: no summary in the reply; round skipped")
+                iterations.append(
+                    IterationRecord(
+                        index=index, kind="density", summary="", failed=True, raw_output=raw
+                    )
+                )
+                continue
+            iterations.append(
+                IterationRecord(
+                    index=index, kind="density", summary=summary, missing_entities=entities
+                )
+            )
+            current, best = summary, index
+            if index > 0 and not entities:
+                break  # the model found nothing missing: saturated
+        if current is None:
+            raise CoSOutputError(
+                "density strategy produced no summary",
+                raw_output=iterations[-1].raw_output or "",
+                doc_id=run.doc_id,
+            )
+        return CoSResult(
+            strategy="density",
+            summary=current,
+            best_iteration=best,
+            iterations=iterations,
+            stop_reason="density rounds done",
+        )
+
+    async def _thesis(self, text: str, run: _Run) -> str:
+        raw = ""
+        for _ in range(self.config.parse_retries + 1):
+            raw = await run.call(thesis_messages(text, words=self.config.max_summary_words))
+            summary = parse_summary(raw)
+            if summary:
+                return summary
+        raise CoSOutputError(
+            "the model returned an empty summary", raw_output=raw, doc_id=run.doc_id
+        )
+
+    # ----------------------------------------------------------------- CoS proper
+    async def _cos(self, text: str, run: _Run, human: list[QAPair], *, draft: bool) -> CoSResult:
+        thesis = await self._thesis(text, run)
+        bank = await self._question_bank(text, run, human)
+        strategy = "cos-draft" if draft else "cos"
+        return await self._refine(text, thesis, bank, run, strategy=strategy, draft=draft)
+
+    async def _question_bank(self, text: str, run: _Run, human: list[QAPair]) -> list[QAPair]:
+        cfg = self.config
+        bank: list[QAPair] = []
+        if human:
+            bank = split_bank(
+                dedupe(human),
+                train=cfg.train_questions,
+                val=cfg.val_questions,
+                seed=cfg.seed,
+                keep_all=True,
+            )
+            if cfg.human_questions == "replace":
+                return bank
+        need = cfg.train_questions + cfg.val_questions
+        pairs: list[QAPair] = []
+        seen = [p.key for p in bank]
+        for attempt in range(cfg.parse_retries + 1):
+            if len(pairs) >= need:
+                break
+            msgs = questions_messages(
+                text, count=need - len(pairs), focus=cfg.focus, avoid=[p.question for p in pairs]
+            )
+            raw = await run.call(msgs, json_schema=QUESTIONS_SCHEMA)
+            try:
+                fresh = parse_qa_pairs(raw)
+            except ParseError:
+                run.warn(f"question generation attempt {attempt + 1}: unparseable output")
+                continue
+            fresh = [p for p in fresh if not _refusal(p)]
+            pairs = dedupe(pairs + fresh, seen=seen)
+        if len(pairs) < need:
+            run.warn(f"asked for {need} questions, got {len(pairs)} usable ones")
+        synthetic = split_bank(
+            pairs[:need], train=cfg.train_questions, val=cfg.val_questions, seed=cfg.seed
+        )
+        return bank + synthetic
+
+    async def _evaluate(self, summary: str, bank: list[QAPair], run: _Run) -> _Eval | str:
+        """Answer every question from ``summary`` in one call; the raw output on failure."""
+        questions = [q.question for q in bank]
+        raw = ""
+        for _ in range(self.config.parse_retries + 1):
+            raw = await run.call(answer_messages(summary, questions), json_schema=ANSWERS_SCHEMA)
+            try:
+                answers = parse_answers(raw, len(questions))
+            except ParseError:
+                continue
+            scores = []
+            for q, a in zip(bank, answers, strict=True):
+                f1 = squad_f1(a or "", q.answers)
+                scores.append(
+                    QuestionScore(
+                        question=q.question,
+                        split=q.split,
+                        answer=a,
+                        f1=f1,
+                        answered=f1 >= self.config.f1_threshold,
+                    )
+                )
+            return _Eval(
+                scores=scores,
+                train=_mean([s.f1 for s in scores if s.split == "train"]),
+                val=_mean([s.f1 for s in scores if s.split == "val"]),
+            )
+        return raw
+
+    async def _refine(
+        self,
+        source: str,
+        thesis: str,
+        bank: list[QAPair],
+        run: _Run,
+        *,
+        strategy: str,
+        draft: bool,
+        kind: str = "thesis",
+        with_answers: bool = False,
+    ) -> CoSResult:
+        """The evaluate/rewrite loop shared by whole documents and merged long documents."""
+        cfg = self.config
+        result = CoSResult(strategy=strategy, summary=thesis, best_iteration=0, questions=bank)
+        first = IterationRecord(index=0, kind=kind, summary=thesis)  # type: ignore[arg-type]
+        result.iterations.append(first)
+        if not bank:
+            run.warn("no questions to test the summary with: returning the first summary")
+            result.stop_reason = "no questions"
+            return result
+        ev = await self._evaluate(thesis, bank, run)
+        if isinstance(ev, str):
+            run.warn("could not parse the answers to the first summary; returning it unscored")
+            first.failed, first.raw_output = True, ev
+            result.stop_reason = "unparseable evaluation"
+            return result
+        _record(first, ev)
+        current, current_ev = thesis, ev
+        best_selection = ev.selection
+        train = [q for q in bank if q.split == "train"]
+        uses = {q.question: 0 for q in train}
+        stale = 0
+        result.stop_reason = "iterations done"
+        for index in range(1, cfg.iterations + 1):
+            unanswered = [q for q in train if not current_ev.answered(q.question)]
+            if not unanswered:
+                result.stop_reason = "all refinement questions answered"
+                break  # nothing to rewrite: the summary cannot change any more
+            if stale >= cfg.patience and all(uses[q.question] for q in unanswered):
+                result.stop_reason = f"no validation gain for {stale} rounds"
+                break
+            chosen = sorted(unanswered, key=lambda q: uses[q.question])[
+                : cfg.questions_per_iteration
+            ]
+            for q in chosen:
+                uses[q.question] += 1
+            msgs = rewrite_messages(
+                source,
+                current,
+                [q.question for q in chosen],
+                words=cfg.max_summary_words,
+                draft=draft,
+                answers=[q.answers[0] for q in chosen] if with_answers else None,
+            )
+            record = IterationRecord(
+                index=index, kind="rewrite", summary="", questions_used=[q.question for q in chosen]
+            )
+            result.iterations.append(record)
+            raw, new = "", ""
+            for _ in range(cfg.parse_retries + 1):
+                raw = await run.call(msgs)
+                new = parse_summary(raw, draft=draft)
+                if new:
+                    break
+            if not new:
+                run.warn(f"round {index}: the rewrite was empty; keeping the previous summary")
+                record.failed, record.raw_output, record.accepted = True, raw, False
+                stale += 1
+                continue
+            record.summary = new
+            ev = await self._evaluate(new, bank, run)
+            if isinstance(ev, str):
+                run.warn(f"round {index}: unparseable answers; the rewrite is not used")
+                record.failed, record.raw_output, record.accepted = True, ev, False
+                stale += 1
+                continue
+            _record(record, ev)
+            if ev.selection < current_ev.selection:
+                record.accepted = False  # keep-better rule: recorded, never built on
+            else:
+                current, current_ev = new, ev
+            if ev.selection > best_selection:
+                best_selection, stale = ev.selection, 0
+            else:
+                stale += 1
+        best = _choose(result.iterations)
+        result.best_iteration, result.summary = best.index, best.summary
+        return result
+
+    # ----------------------------------------------------------------- long documents
+    async def _long(self, text: str, run: _Run, human: list[QAPair], budget: int) -> CoSResult:
+        cfg = self.config
+        sections = split_sections(text, budget, self.count_tokens)
+        k = len(sections)
+        log.info("document %s: %d sections of at most %d tokens", run.doc_id, k, budget)
+        section_cfg = cfg.model_copy(
+            update={
+                "train_questions": math.ceil(cfg.train_questions / k) if cfg.train_questions else 0,
+                "val_questions": math.ceil(cfg.val_questions / k) if cfg.val_questions else 0,
+                "max_summary_words": max(60, cfg.max_summary_words),
+                "context_tokens": 10**9,  # sections already fit
+            }
+        )
+        section_engine = ChainOfSummaries(self.llm, section_cfg, token_counter=self.count_tokens)
+        sem = asyncio.Semaphore(self.section_concurrency)
+
+        async def one(i: int, section: str) -> CoSResult:
+            async with sem:
+                sub = _Run(self.llm, section_cfg, f"{run.doc_id or 'doc'}#section{i + 1}")
+                res = await section_engine._dispatch(section, sub, [])
+                run.usage.add(sub.usage)
+                run.warnings.extend(f"section {i + 1}: {w}" for w in sub.warnings)
+                res.usage = sub.usage
+                return res
+
+        parts = await asyncio.gather(*(one(i, s) for i, s in enumerate(sections)))
+        summaries = [p.summary for p in parts]
+        # Merge level by level until the section summaries fit in one prompt.
+        while self.count_tokens(merged_source(summaries)) > budget and len(summaries) > 1:
+            groups = _group(summaries, budget, self.count_tokens)
+            summaries = [await self._merge(g, run) for g in groups]
+        merged = await self._merge(summaries, run)
+        human_bank = (
+            split_bank(
+                dedupe(human),
+                train=cfg.train_questions,
+                val=cfg.val_questions,
+                seed=cfg.seed,
+                keep_all=True,
+            )
+            if human
+            else []
+        )
+        bank = dedupe([q for p in parts for q in p.questions] + human_bank)
+        if cfg.strategy in ("cos", "cos-draft"):
+            result = await self._refine(
+                merged_source(summaries),
+                merged,
+                bank,
+                run,
+                strategy=cfg.strategy,
+                draft=cfg.strategy == "cos-draft",
+                kind="merge",
+                with_answers=True,
+            )
+        else:
+            result = CoSResult(
+                strategy=cfg.strategy,
+                summary=merged,
+                best_iteration=0,
+                iterations=[IterationRecord(index=0, kind="merge", summary=merged)],
+                questions=bank,
+                stop_reason="merged",
+            )
+        result.sections = parts
+        return result
+
+    async def _merge(self, summaries: list[str], run: _Run) -> str:
+        raw = ""
+        for _ in range(self.config.parse_retries + 1):
+            raw = await run.call(merge_messages(summaries, words=self.config.max_summary_words))
+            merged = parse_summary(raw)
+            if merged:
+                return merged
+        raise CoSOutputError(
+            "merging section summaries returned nothing", raw_output=raw, doc_id=run.doc_id
+        )
+
+
+def _refusal(pair: QAPair) -> bool:
+    return all(is_unanswered(a) for a in pair.answers)
+
+
+def _record(record: IterationRecord, ev: _Eval) -> None:
+    record.scores, record.train_score, record.val_score = ev.scores, ev.train, ev.val
+
+
+def _choose(iterations: list[IterationRecord]) -> IterationRecord:
+    """Best validation score (refinement score when there is no validation set); ties go to
+    the shorter summary, then the earlier one. Failed and rejected rewrites never win."""
+
+    def score(it: IterationRecord) -> float:
+        if it.val_score is not None:
+            return it.val_score
+        return it.train_score or 0.0
+
+    candidates = [it for it in iterations if not it.failed and it.accepted and it.summary]
+    if not candidates:
+        return iterations[0]
+    return max(candidates, key=lambda it: (score(it), -_words(it.summary), -it.index))
+
+
+def _group(summaries: list[str], budget: int, count: TokenCounter) -> list[list[str]]:
+    groups: list[list[str]] = [[]]
+    for s in summaries:
+        if groups[-1] and count(merged_source(groups[-1] + [s])) > budget:
+            groups.append([])
+        groups[-1].append(s)
+    if len(groups) == 1 and len(groups[0]) > 1:  # never loop forever on one oversize group
+        half = len(groups[0]) // 2
+        groups = [groups[0][:half], groups[0][half:]]
+    return groups

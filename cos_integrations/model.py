@@ -1,0 +1,235 @@
+"""The chat-model interface the engine talks to, and its OpenAI-compatible implementation.
+
+Any back end plugs in by implementing :class:`ChatModel` (one async ``chat`` call). The
+LlamaIndex and LangChain packages adapt their own LLM classes to it.
+
+Example:
+    >>> model = OpenAIChatModel(model="qwen", base_url="http://127.0.0.1:8080/v1")
+    >>> model.base_url
+    'http://127.0.0.1:8080/v1'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import openai
+
+from .errors import CoSModelError
+from .usage import Usage
+
+__all__ = ["ChatModel", "ChatResult", "OpenAIChatModel", "resolve_openai_settings"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+_RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass
+class ChatResult:
+    """One model reply: its text and what it cost."""
+
+    text: str
+    usage: Usage = field(default_factory=lambda: Usage(calls=1))
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What the engine needs from a model: one async chat call.
+
+    ``json_schema`` (``{"name": ..., "schema": {...}}``) asks for structured output where the
+    back end supports it; a back end that does not simply ignores it (the engine always
+    parses plain text too).
+    """
+
+    async def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        json_schema: dict | None = None,
+    ) -> ChatResult: ...
+
+
+def resolve_openai_settings(
+    model: str | None = None, base_url: str | None = None, api_key: str | None = None
+) -> tuple[str, str | None, str]:
+    """Explicit arguments win, then ``COS_MODEL``/``COS_BASE_URL``/``OPENAI_API_KEY``.
+
+    A custom ``base_url`` without a key gets a placeholder key (local servers ignore it).
+    Raises ``ValueError`` when neither a key nor a base URL is known.
+    """
+    base_url = base_url or os.environ.get("COS_BASE_URL") or None
+    model = model or os.environ.get("COS_MODEL") or DEFAULT_OPENAI_MODEL
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if api_key is None:
+        if base_url is None:
+            raise ValueError(
+                "No model endpoint configured: pass base_url= or api_key=, or set COS_BASE_URL "
+                "or OPENAI_API_KEY (or use cos_integrations.local for the embedded model)."
+            )
+        api_key = "sk-no-key-required"
+    return model, base_url, api_key
+
+
+class OpenAIChatModel:
+    """A :class:`ChatModel` over any OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    Retries 429, 5xx, timeouts and connection errors with exponential backoff and jitter
+    (honouring ``Retry-After``), then raises :class:`CoSModelError`. Structured output is
+    requested with ``response_format=json_schema``; a server that rejects it is asked again
+    without, and not asked again with it. The API key is never printed or serialised.
+
+    Example:
+        >>> import asyncio
+        >>> llm = OpenAIChatModel(model="gpt-4o-mini", api_key="sk-test")
+        >>> "sk-test" in repr(llm)
+        False
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff_base: float = 0.5,
+        backoff_max: float = 20.0,
+        structured_output: bool = True,
+        extra_body: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.model, self.base_url, key = resolve_openai_settings(model, base_url, api_key)
+        self.__api_key = key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.structured_output = structured_output
+        self.extra_body = dict(extra_body or {})
+        self.seed = seed
+        # One client per event loop: an httpx pool must not cross loops.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
+        self._clients = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def name(self) -> str:
+        """A label for logs and results: the model name and where it is served."""
+        return f"{self.model}@{self.base_url or 'api.openai.com'}"
+
+    def _client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = openai.AsyncOpenAI(
+                api_key=self.__api_key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,  # we retry ourselves, with logging and a typed final error
+            )
+            self._clients[loop] = client
+        return client
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), self.backoff_max)
+            except ValueError:
+                pass
+        delay = min(self.backoff_max, self.backoff_base * 2**attempt)
+        return delay * (0.5 + random.random() / 2)
+
+    async def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        json_schema: dict | None = None,
+    ) -> ChatResult:
+        """Send one chat completion, retrying transient failures."""
+        last_status: int | None = None
+        last_error = "no attempt made"
+        attempts = 0
+        while attempts <= self.max_retries:
+            attempts += 1
+            kwargs: dict[str, Any] = {
+                "model": self.model,
+                "messages": list(messages),
+                "temperature": temperature,
+            }
+            if max_tokens is not None:
+                kwargs["max_tokens"] = max_tokens
+            if self.seed is not None:
+                kwargs["seed"] = self.seed
+            if json_schema is not None and self.structured_output:
+                kwargs["response_format"] = {"type": "json_schema", "json_schema": json_schema}
+            if self.extra_body:
+                kwargs["extra_body"] = self.extra_body
+            retry_after: str | None = None
+            try:
+                resp = await self._client().chat.completions.create(**kwargs)
+                return _to_result(resp)
+            except openai.APIStatusError as exc:
+                last_status = exc.status_code
+                last_error = _short(exc)
+                if exc.status_code == 400 and "response_format" in kwargs:
+                    log.warning("%s rejected structured output; continuing without", self.name)
+                    self.structured_output = False
+                    attempts -= 1  # not the server's fault: this retry is free
+                    continue
+                if exc.status_code not in _RETRYABLE_STATUS:
+                    break
+                retry_after = exc.response.headers.get("retry-after") if exc.response else None
+            except openai.APITimeoutError:
+                last_status, last_error = None, f"timed out after {self.timeout}s"
+            except openai.APIConnectionError as exc:
+                last_status, last_error = None, f"connection error: {type(exc.__cause__).__name__}"
+            if attempts <= self.max_retries:
+                delay = self._delay(attempts - 1, retry_after)
+                log.info("%s: %s; retry %d in %.1fs", self.name, last_error, attempts, delay)
+                await asyncio.sleep(delay)
+        raise CoSModelError(
+            f"model {self.name} failed: {last_error}", status=last_status, attempts=attempts
+        )
+
+
+def _short(exc: openai.APIStatusError) -> str:
+    # The SDK's message may echo the request; keep the status and the server's own words.
+    body = exc.body if isinstance(exc.body, dict) else {}
+    detail = body.get("message") or (body.get("error") or {}).get("message") if body else None
+    return f"HTTP {exc.status_code}" + (f": {str(detail)[:200]}" if detail else "")
+
+
+def _to_result(resp: Any) -> ChatResult:
+    choice = resp.choices[0] if resp.choices else None
+    text = (choice.message.content or "") if choice and choice.message else ""
+    usage = Usage(calls=1)
+    u = getattr(resp, "usage", None)
+    if u is not None:
+        usage.prompt_tokens = u.prompt_tokens or 0
+        usage.completion_tokens = u.completion_tokens or 0
+        details = getattr(u, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) if details else None
+        if cached is None:
+            # llama.cpp reports its prompt-cache reuse in "timings.cache_n".
+            timings = (getattr(resp, "model_extra", None) or {}).get("timings") or {}
+            cached = timings.get("cache_n")
+        usage.cached_tokens = int(cached or 0)
+    finish = choice.finish_reason if choice else None
+    return ChatResult(text=text, usage=usage, finish_reason=finish)

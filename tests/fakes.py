@@ -1,0 +1,208 @@
+"""A scripted fake chat model that *reads the prompt* and answers from it.
+
+Documents in tests are made of facts ``The <subject> is <value>.``. The fake finds the task in
+the last user message and does it honestly from what the prompt carries: a summary built
+from the <document>, questions about its facts, answers looked up in the <content> only,
+rewrites that copy the asked-for facts from the document. If the engine sends the wrong
+text, the fake answers wrongly and the test fails.
+
+``script`` overrides replies per task (a list consumed in order; ``None`` means "behave
+normally") to inject malformed output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+
+from cos_integrations.model import ChatResult
+from cos_integrations.usage import Usage
+
+FACT = re.compile(r"The ([a-z][a-z0-9 ]*?) (?:is|are|was) ([^.\n]+)\.")
+QUESTION = re.compile(r"What is the ([a-z][a-z0-9 ]*?)\?")
+
+
+def make_document(n: int, *, prefix: str = "", topic: str = "lease") -> str:
+    """A document of ``n`` distinct facts, e.g. ``The lease item 3 is value 3c.``"""
+    facts = [f"The {topic} item {i} is {prefix}value {i}{chr(97 + i % 26)}." for i in range(n)]
+    return " ".join(facts)
+
+
+def facts(text: str) -> dict[str, str]:
+    return {m.group(1).strip().lower(): m.group(2).strip() for m in FACT.finditer(text)}
+
+
+def _between(text: str, tag: str) -> str:
+    m = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
+    return m.group(1) if m else ""
+
+
+def task_of(messages: Sequence[dict[str, str]]) -> str:
+    last = messages[-1]["content"]
+    if "Generate " in last and "questions about the document" in last:
+        return "questions"
+    if "Write an information-dense summary" in last:
+        return "thesis"
+    if last.startswith("Questions:\n"):
+        return "answer"
+    if "Refine the existing summary" in last:
+        return "rewrite"
+    if "Missing Entities" in last:
+        return "density"
+    if "Work in three steps" in last:
+        return "mini"
+    if "Merge them into a single" in last:
+        return "merge"
+    return "unknown"
+
+
+class ScriptedFakeModel:
+    """A ChatModel for tests. Records every call as ``(task, messages)`` in ``calls``."""
+
+    def __init__(
+        self,
+        *,
+        thesis_facts: int = 2,
+        qa_format: str = "json",
+        script: dict[str, list[str | None | Callable[[list], str]]] | None = None,
+        rewrite_adds: bool = True,
+        neighbours: int = 1,
+    ) -> None:
+        self.thesis_facts = thesis_facts
+        self.qa_format = qa_format
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.rewrite_adds = rewrite_adds
+        self.neighbours = neighbours  # a rewrite also copies the next facts, like real context
+        self.calls: list[tuple[str, list[dict[str, str]]]] = []
+        self.json_schemas: list[dict | None] = []
+        self._seen_prefixes: set[str] = set()
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(task for task, _ in self.calls)
+
+    async def chat(self, messages, *, max_tokens=None, temperature=0.0, json_schema=None):
+        text = self.respond(list(messages), json_schema)
+        prompt_chars = sum(len(m["content"]) for m in messages)
+        first = messages[0]["content"]
+        cached = len(first) // 4 if first in self._seen_prefixes else 0
+        self._seen_prefixes.add(first)
+        usage = Usage(
+            calls=1,
+            prompt_tokens=prompt_chars // 4,
+            completion_tokens=len(text) // 4,
+            cached_tokens=cached,
+        )
+        return ChatResult(text=text, usage=usage)
+
+    # ------------------------------------------------------------------ behaviour
+    def respond(self, messages: list[dict[str, str]], json_schema: dict | None = None) -> str:
+        task = task_of(messages)
+        self.calls.append((task, messages))
+        self.json_schemas.append(json_schema)
+        queue = self.script.get(task)
+        if queue:
+            item = queue.pop(0)
+            if callable(item):
+                return item(messages)
+            if item is not None:
+                return item
+        return getattr(self, f"_{task}")(messages)
+
+    def _doc(self, messages) -> str:
+        return _between(messages[0]["content"], "document")
+
+    def _thesis(self, messages) -> str:
+        fs = list(facts(self._doc(messages)).items())[: self.thesis_facts]
+        return " ".join(f"The {k} is {v}." for k, v in fs)
+
+    def _questions(self, messages) -> str:
+        last = messages[-1]["content"]
+        count = int(re.search(r"Generate (\d+)", last).group(1))
+        avoid_block = last.split("Do not repeat", 1)[1] if "Do not repeat" in last else ""
+        avoid = set(QUESTION.findall(avoid_block))
+        pairs = [
+            {"question": f"What is the {k}?", "answer": v}
+            for k, v in facts(self._doc(messages)).items()
+            if k not in avoid
+        ][:count]
+        if self.qa_format == "json":
+            return json.dumps({"pairs": pairs})
+        if self.qa_format == "prose-json":
+            return "Sure! Here you go:\n```json\n" + json.dumps({"pairs": pairs}) + "\n```\nDone."
+        lines = []
+        for i, p in enumerate(pairs, 1):
+            lines += [f"{i}. Q: {p['question']}", f"A: {p['answer']}", ""]
+        return "\n".join(lines)
+
+    def _answer(self, messages) -> str:
+        content = _between(messages[0]["content"], "content")
+        known = facts(content)
+        qs = re.findall(r"^\d+\. (.*)$", messages[-1]["content"].split("\n\nReply", 1)[0], re.M)
+        answers = []
+        for i, q in enumerate(qs, 1):
+            m = QUESTION.search(q)
+            ans = known.get(m.group(1).lower()) if m else None
+            answers.append({"id": i, "answer": ans or "I don't know"})
+        return json.dumps({"answers": answers})
+
+    def _rewrite(self, messages) -> str:
+        last = messages[-1]["content"]
+        summary = _between(last, "summary")
+        doc = facts(self._doc(messages))
+        block = last.split("Questions to address:\n", 1)[1].split("\n\n", 1)[0]
+        added = []
+        keys = list(doc)
+        have = facts(summary)
+        for q in QUESTION.findall(block):
+            m = re.search(rf"What is the {re.escape(q)}\? \(answer: ([^)]*)\)", block)
+            value = doc.get(q) or (m.group(1) if m else None)
+            if not (value and self.rewrite_adds):
+                continue
+            new_keys = [q]
+            if q in doc:
+                pos = keys.index(q)
+                new_keys += keys[pos + 1 : pos + 1 + self.neighbours]
+            for k in new_keys:
+                if k not in have:
+                    have[k] = doc.get(k, value)
+                    added.append(f"The {k} is {have[k]}.")
+        new = " ".join([summary, *added]).strip()
+        if "####" in last:
+            return f"add facts\ncopy from doc\n####\n{new}"
+        return f"Updated Summary: {new}"
+
+    def _density(self, messages) -> str:
+        doc = facts(self._doc(messages))
+        current = _between(messages[-1]["content"], "summary")
+        have = facts(current)
+        missing = [k for k in doc if k not in have][:2]
+        kept = list(have.items())[len(missing) :]  # same length: drop as many as added
+        new = [f"The {k} is {v}." for k, v in kept] + [f"The {k} is {doc[k]}." for k in missing]
+        if not current:
+            new = [f"The {k} is {v}." for k, v in list(doc.items())[:3]]
+            missing = []
+        ents = "; ".join(doc[k] for k in missing) or "none"
+        return f"Missing Entities: {ents}\nSummary: {' '.join(new)}"
+
+    def _mini(self, messages) -> str:
+        fs = list(facts(self._doc(messages)).items())
+        draft = " ".join(f"The {k} is {v}." for k, v in fs[:2])
+        final = " ".join(f"The {k} is {v}." for k, v in fs[:6])
+        return f"Draft: {draft}\nQuestions:\n- What else?\nFinal Summary: {final}"
+
+    def _merge(self, messages) -> str:
+        return " ".join(f"The {k} is {v}." for k, v in facts(self._doc(messages)).items())
+
+    def _unknown(self, messages) -> str:
+        return "I cannot help with that."
+
+
+def per_document_counts(model: ScriptedFakeModel) -> dict[str, Counter]:
+    """Calls per task, grouped by the document in the first message."""
+    out: dict[str, Counter] = defaultdict(Counter)
+    for task, msgs in model.calls:
+        out[_between(msgs[0]["content"], "document")[:40]][task] += 1
+    return out

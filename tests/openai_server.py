@@ -1,0 +1,108 @@
+"""A small OpenAI-compatible HTTP server on 127.0.0.1 for tests.
+
+It serves ``/v1/chat/completions`` from a :class:`fakes.ScriptedFakeModel` (so answers come
+from the prompt) and can inject faults before answering: ``faults`` is a list consumed one per
+request, each ``None`` (answer normally) or a dict like ``{"status": 429, "retry_after": "0"}``,
+``{"sleep": 2.0}`` or ``{"reject_response_format": True}``. Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fakes import ScriptedFakeModel
+
+
+class FakeOpenAIServer:
+    def __init__(
+        self, model: ScriptedFakeModel | None = None, *, faults=None, cached_style: str = "openai"
+    ) -> None:
+        self.model = model or ScriptedFakeModel()
+        self.faults = list(faults or [])
+        self.cached_style = cached_style  # "openai" (prompt_tokens_details) or "llamacpp"
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_GET(self):
+                self._send(200, {"status": "ok"})
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append(dict(self.headers))
+                    fault = server.faults.pop(0) if server.faults else None
+                if fault:
+                    if fault.get("sleep"):
+                        time.sleep(fault["sleep"])
+                    if fault.get("status"):
+                        extra = {}
+                        if "retry_after" in fault:
+                            extra["Retry-After"] = fault["retry_after"]
+                        self._send(fault["status"], {"error": {"message": "injected fault"}}, extra)
+                        return
+                    if fault.get("reject_response_format") and "response_format" in body:
+                        self._send(400, {"error": {"message": "response_format not supported"}})
+                        return
+                schema = (body.get("response_format") or {}).get("json_schema")
+                text = server.model.respond(body["messages"], schema)
+                usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+                reply = {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "fake"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                    "usage": usage,
+                }
+                if server.cached_style == "openai":
+                    usage["prompt_tokens_details"] = {"cached_tokens": 40}
+                else:
+                    reply["timings"] = {"cache_n": 60, "prompt_n": 40}
+                self._send(200, reply)
+
+            def _send(self, status, payload, extra_headers=None):
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in (extra_headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()

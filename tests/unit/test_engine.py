@@ -1,0 +1,370 @@
+"""The CoS loop, driven by a fake model that reads the prompts it is sent."""
+
+import asyncio
+import logging
+
+import pytest
+from fakes import ScriptedFakeModel, facts, make_document
+
+from cos_integrations import (
+    ChainOfSummaries,
+    CoSConfig,
+    CoSModelError,
+    CoSOutputError,
+    CoSResult,
+    QAPair,
+)
+from cos_integrations.engine import _choose
+from cos_integrations.result import IterationRecord
+
+DOC = make_document(15)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_paper_config_one_answer_call_per_round_and_best_summary():
+    model = ScriptedFakeModel(thesis_facts=2)
+    result = ChainOfSummaries(model, CoSConfig.paper()).summarize(DOC, doc_id="d1")
+    counts = model.counts
+    # 1 thesis + 1 question call + 1 evaluation of the thesis + 10 x (rewrite + evaluation)
+    assert counts["thesis"] == 1 and counts["questions"] == 1
+    assert counts["rewrite"] == len(result.iterations) - 1
+    assert counts["answer"] == len(result.iterations)
+    assert result.usage.calls == len(model.calls) <= 23
+    # Every evaluation asks all 15 questions in one call.
+    answer_prompts = [m for t, m in model.calls if t == "answer"]
+    assert all(p[-1]["content"].count("What is the") == 15 for p in answer_prompts)
+    # The chosen summary is the best on validation and answers more than the thesis.
+    best = result.best
+    assert best.val_score == max(i.val_score for i in result.iterations if i.val_score is not None)
+    assert best.train_score > result.iterations[0].train_score
+    assert len(facts(result.summary)) > 2
+    assert [q.split for q in result.questions].count("val") == 5
+    assert result.doc_id == "d1" and result.config_hash == CoSConfig.paper().config_hash()
+
+
+def test_rewrite_sees_source_summary_and_unanswered_question():
+    model = ScriptedFakeModel(thesis_facts=1)
+    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=3, val_questions=1)
+    result = ChainOfSummaries(model, cfg).summarize(make_document(4))
+    ((task, msgs),) = [(t, m) for t, m in model.calls if t == "rewrite"]
+    asked = result.iterations[1].questions_used
+    assert len(asked) == 1 and asked[0] in msgs[-1]["content"]
+    assert result.iterations[0].summary in msgs[-1]["content"]
+    # the asked question was unanswered by the thesis
+    thesis_scores = {s.question: s.answered for s in result.iterations[0].scores}
+    assert thesis_scores[asked[0]] is False
+
+
+def test_rewrite_skipped_when_nothing_is_unanswered():
+    model = ScriptedFakeModel(thesis_facts=100)  # the thesis already holds every fact
+    result = ChainOfSummaries(model, CoSConfig.paper()).summarize(DOC)
+    assert model.counts["rewrite"] == 0
+    assert result.usage.calls == 3
+    assert result.stop_reason == "all refinement questions answered"
+    assert result.best_iteration == 0 and result.best.val_score == 1.0
+
+
+def test_worse_rewrite_is_recorded_but_never_returned_or_built_on():
+    doc = make_document(6)
+    # First rewrite throws facts away (validation drops), later rewrites behave.
+    model = ScriptedFakeModel(thesis_facts=3, script={"rewrite": ["Updated Summary: Nothing."]})
+    cfg = CoSConfig(
+        iterations=3, questions_per_iteration=1, train_questions=3, val_questions=3, seed=3
+    )
+    result = ChainOfSummaries(model, cfg).summarize(doc)
+    bad = result.iterations[1]
+    assert bad.summary == "Nothing." and bad.accepted is False
+    assert bad.val_score < result.iterations[0].val_score
+    assert result.summary != "Nothing."
+    # The next rewrite started from the thesis, not from the rejected text.
+    second = [m for t, m in model.calls if t == "rewrite"][1]
+    assert result.iterations[0].summary in second[-1]["content"]
+
+
+def test_early_stop_after_patience_when_rewrites_do_not_help():
+    model = ScriptedFakeModel(thesis_facts=1, rewrite_adds=False)
+    cfg = CoSConfig(
+        iterations=10, questions_per_iteration=5, train_questions=4, val_questions=2, patience=2
+    )
+    result = ChainOfSummaries(model, cfg).summarize(make_document(6))
+    assert model.counts["rewrite"] == 2
+    assert result.stop_reason.startswith("no validation gain")
+    assert result.best_iteration == 0  # ties go to the shorter/earlier summary
+
+
+def test_ties_go_to_the_shorter_summary():
+    def padded(messages):
+        # Answers every question, but with padding: as good as the thesis, and longer.
+        return f"Updated Summary: {_between_summary(messages)} Padding words here."
+
+    model = ScriptedFakeModel(thesis_facts=1, script={"rewrite": [padded]})
+    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=2, val_questions=1)
+    # 3 facts, the thesis holds 1: a refinement question is unanswered. The padded rewrite
+    # adds nothing, so it ties the thesis on validation and loses on length.
+    result = ChainOfSummaries(model, cfg).summarize(make_document(3))
+    (rewrite,) = [it for it in result.iterations if it.kind == "rewrite"]
+    assert "Padding" in rewrite.summary and rewrite.accepted
+    assert rewrite.val_score == result.iterations[0].val_score
+    assert result.best_iteration == 0 and "Padding" not in result.summary
+
+    its = [
+        IterationRecord(index=0, kind="thesis", summary="a b c d", val_score=0.5),
+        IterationRecord(index=1, kind="rewrite", summary="a b", val_score=0.5),
+        IterationRecord(index=2, kind="rewrite", summary="a", val_score=0.4),
+        IterationRecord(index=3, kind="rewrite", summary="z", val_score=0.9, accepted=False),
+    ]
+    assert _choose(its).index == 1
+
+
+def _between_summary(messages):
+    content = messages[-1]["content"]
+    return content.split("<summary>\n", 1)[1].split("\n</summary>", 1)[0]
+
+
+@pytest.mark.parametrize("fmt", ["json", "prose-json", "lines"])
+def test_question_formats_all_parse(fmt):
+    model = ScriptedFakeModel(qa_format=fmt)
+    result = ChainOfSummaries(model, CoSConfig.fast()).summarize(make_document(8))
+    assert len(result.questions) == 7
+    assert all(q.origin == "synthetic" for q in result.questions)
+
+
+def test_structured_output_requested_for_questions_and_answers():
+    model = ScriptedFakeModel()
+    ChainOfSummaries(model, CoSConfig.fast()).summarize(make_document(8))
+    schemas = {t: s for (t, _), s in zip(model.calls, model.json_schemas, strict=True)}
+    assert schemas["questions"]["name"] == "qa_pairs"
+    assert schemas["answer"]["name"] == "answers"
+    assert schemas["thesis"] is None
+
+
+def test_unparseable_answers_recorded_as_failed_with_raw_output(caplog):
+    garbage = "I refuse to answer in any format."
+    # thesis evaluation fine, then every answer call for round 1 is garbage (1 + 1 retry)
+    model = ScriptedFakeModel(thesis_facts=1, script={"answer": [None, garbage, garbage]})
+    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=3, val_questions=2)
+    with caplog.at_level(logging.WARNING):
+        result = ChainOfSummaries(model, cfg).summarize(make_document(6), doc_id="x")
+    failed = result.iterations[1]
+    assert failed.failed and failed.raw_output == garbage and not failed.accepted
+    assert result.best_iteration == 0
+    assert any("unparseable answers" in r.message for r in caplog.records)
+    assert any("unparseable" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("bad", ["", "   ", '```json\n{"pairs": [\n```', "Q: only a question?"])
+def test_unparseable_questions_return_the_thesis(bad):
+    model = ScriptedFakeModel(script={"questions": [bad, bad]})
+    result = ChainOfSummaries(model, CoSConfig.fast()).summarize(make_document(8))
+    assert result.summary == result.iterations[0].summary
+    assert result.stop_reason == "no questions"
+    assert model.counts["questions"] == 2  # one retry
+
+
+def test_question_retry_asks_only_for_the_missing_ones():
+    one = '{"pairs": [{"question": "What is the lease item 0?", "answer": "value 0a"}]}'
+    model = ScriptedFakeModel(script={"questions": [one]})
+    result = ChainOfSummaries(model, CoSConfig.fast()).summarize(make_document(8))
+    second = [m for t, m in model.calls if t == "questions"][1][-1]["content"]
+    assert "Generate 6 " in second and "What is the lease item 0?" in second
+    assert len(result.questions) == 7
+
+
+def test_empty_thesis_raises_typed_error_after_retry():
+    model = ScriptedFakeModel(script={"thesis": ["", "  "]})
+    with pytest.raises(CoSOutputError, match="empty summary"):
+        ChainOfSummaries(model).summarize(DOC, doc_id="doc-7")
+
+
+def test_bad_input():
+    cos = ChainOfSummaries(ScriptedFakeModel())
+    with pytest.raises(ValueError, match="doc-9"):
+        cos.summarize("   \n", doc_id="doc-9")
+    with pytest.raises(TypeError, match="bytes"):
+        cos.summarize(b"bytes")  # type: ignore[arg-type]
+
+
+def test_model_error_carries_document_id():
+    class Broken:
+        async def chat(self, messages, **kw):
+            raise CoSModelError("model x failed: HTTP 503", status=503, attempts=5)
+
+    with pytest.raises(CoSModelError) as info:
+        ChainOfSummaries(Broken()).summarize(DOC, doc_id="doc-3")
+    assert info.value.doc_id == "doc-3" and info.value.status == 503
+    assert "doc-3" in str(info.value)
+
+
+def test_foreign_exception_becomes_model_error():
+    class Raises:
+        async def chat(self, messages, **kw):
+            raise RuntimeError("socket closed")
+
+    with pytest.raises(CoSModelError, match="socket closed"):
+        ChainOfSummaries(Raises()).summarize(DOC, doc_id="d")
+
+
+def test_human_questions_replace_synthetic():
+    human = [
+        QAPair(question=f"What is the lease item {i}?", answers=[f"value {i}{chr(97 + i)}"])
+        for i in range(5)
+    ]
+    model = ScriptedFakeModel(thesis_facts=1)
+    result = ChainOfSummaries(model, CoSConfig.fast()).summarize(make_document(8), questions=human)
+    assert model.counts["questions"] == 0
+    assert {q.origin for q in result.questions} == {"human"}
+    assert len(result.questions) == 5 and any(q.split == "val" for q in result.questions)
+
+
+def test_human_questions_alongside_synthetic():
+    human = [QAPair(question="What is the lease item 7?", answers=["value 7h"], split="val")]
+    model = ScriptedFakeModel()
+    cfg = CoSConfig.fast(human_questions="add")
+    result = ChainOfSummaries(model, cfg).summarize(make_document(8), questions=human)
+    origins = [q.origin for q in result.questions]
+    assert origins.count("human") == 1 and origins.count("synthetic") >= 6
+    # the human question is not asked twice
+    assert sum(q.question == "What is the lease item 7?" for q in result.questions) == 1
+
+
+def test_focus_steers_question_generation():
+    model = ScriptedFakeModel()
+    ChainOfSummaries(model, CoSConfig.fast(focus=["deadlines", "money"])).summarize(DOC)
+    prompt = next(m for t, m in model.calls if t == "questions")[-1]["content"]
+    assert "Focus on: deadlines, money." in prompt
+
+
+def test_document_first_and_byte_identical_across_calls():
+    model = ScriptedFakeModel(thesis_facts=1)
+    result = ChainOfSummaries(model, CoSConfig.fast()).summarize(DOC)
+    source_calls = [m for t, m in model.calls if t in ("thesis", "questions", "rewrite")]
+    assert len(source_calls) >= 3
+    firsts = {m[0]["content"] for m in source_calls}
+    assert len(firsts) == 1 and DOC in firsts.pop()
+    assert all(DOC not in m[-1]["content"] for m in source_calls)
+    assert result.usage.cached_tokens > 0
+
+
+def test_usage_is_the_sum_of_call_usages():
+    model = ScriptedFakeModel(thesis_facts=1)
+    result = ChainOfSummaries(model, CoSConfig.fast()).summarize(DOC)
+    prompt = sum(sum(len(x["content"]) for x in m) // 4 for _, m in model.calls)
+    assert result.usage.calls == len(model.calls)
+    assert result.usage.prompt_tokens == prompt
+    assert result.usage.completion_tokens > 0
+    assert result.source_tokens > result.summary_tokens > 0
+
+
+def test_zero_shot_and_mini_are_one_call():
+    for strategy in ("zero-shot", "mini"):
+        model = ScriptedFakeModel()
+        result = ChainOfSummaries(model, CoSConfig(strategy=strategy)).summarize(DOC)
+        assert result.usage.calls == 1 and result.strategy == strategy
+        assert facts(result.summary)
+    assert (
+        len(
+            facts(
+                ChainOfSummaries(ScriptedFakeModel(), CoSConfig(strategy="mini"))
+                .summarize(DOC)
+                .summary
+            )
+        )
+        == 6
+    )
+
+
+def test_density_keeps_length_adds_entities_and_lists_them():
+    model = ScriptedFakeModel()
+    result = ChainOfSummaries(model, CoSConfig(strategy="density", density_rounds=4)).summarize(DOC)
+    assert model.counts["density"] == 4
+    assert result.iterations[0].missing_entities == []
+    assert all(len(it.missing_entities) == 2 for it in result.iterations[1:])
+    lengths = {len(facts(it.summary)) for it in result.iterations}
+    assert lengths == {3}  # fixed budget
+    assert result.best_iteration == 3
+    first, last = facts(result.iterations[0].summary), facts(result.summary)
+    assert set(first) != set(last)
+
+
+def test_cos_draft_uses_chain_of_draft_rule_and_parses_after_separator():
+    model = ScriptedFakeModel(thesis_facts=1)
+    result = ChainOfSummaries(model, CoSConfig.fast(strategy="cos-draft")).summarize(DOC)
+    rewrite = next(m for t, m in model.calls if t == "rewrite")[-1]["content"]
+    assert "5 words at most" in rewrite and "####" in rewrite
+    assert result.strategy == "cos-draft"
+    assert all("copy from doc" not in it.summary for it in result.iterations)
+    assert result.best.train_score > result.iterations[0].train_score
+
+
+def test_long_document_split_into_sections_then_merged():
+    doc = "\n\n".join(make_document(30, topic=f"part{i}") for i in range(6))
+    model = ScriptedFakeModel(thesis_facts=1)
+    cfg = CoSConfig.fast(context_tokens=1600, max_output_tokens=300)
+    result = ChainOfSummaries(model, cfg).summarize(doc, doc_id="long")
+    assert len(result.sections) >= 2
+    assert model.counts["merge"] >= 1
+    # questions come from every section, and the merged summary covers first and last part
+    for section in result.sections:
+        section_facts = {
+            f"What is the {k}?" for k in facts(" ".join(it.summary for it in section.iterations))
+        }
+        assert section.questions and {q.question for q in section.questions} & section_facts
+        assert {q.question for q in section.questions} <= {q.question for q in result.questions}
+    first_topic = result.sections[0].questions[0].question.split()[3]
+    last_topic = result.sections[-1].questions[0].question.split()[3]
+    assert first_topic != last_topic
+    assert any(k.startswith(first_topic) for k in facts(result.summary))
+    assert any(k.startswith(last_topic) for k in facts(result.summary))
+    # no call carried more than the budget of source text
+    assert all(len(m[0]["content"]) / 3.6 < 1600 for _, m in model.calls)
+    assert result.usage.calls == len(model.calls)
+
+
+def test_summarize_many_bounded_concurrency_in_order():
+    class Slow(ScriptedFakeModel):
+        inflight = peak = 0
+
+        async def chat(self, messages, **kw):
+            Slow.inflight += 1
+            Slow.peak = max(Slow.peak, Slow.inflight)
+            await asyncio.sleep(0.005)
+            try:
+                return await super().chat(messages, **kw)
+            finally:
+                Slow.inflight -= 1
+
+    docs = [make_document(5, prefix=f"d{i} ") for i in range(6)]
+    cos = ChainOfSummaries(Slow(), CoSConfig(strategy="zero-shot"))
+    seen = []
+    results = run(
+        cos.asummarize_many(
+            docs,
+            concurrency=2,
+            doc_ids=[f"id{i}" for i in range(6)],
+            on_result=lambda i, r: seen.append(i),
+        )
+    )
+    assert [r.doc_id for r in results] == [f"id{i}" for i in range(6)]
+    assert all(f"d{i} value" in r.summary for i, r in enumerate(results))
+    assert Slow.peak == 2 and sorted(seen) == list(range(6))
+
+
+def test_summarize_many_return_exceptions_keeps_others():
+    cos = ChainOfSummaries(ScriptedFakeModel(), CoSConfig(strategy="zero-shot"))
+    results = run(cos.asummarize_many([DOC, "  ", DOC], return_exceptions=True))
+    assert isinstance(results[1], ValueError)
+    assert isinstance(results[0], CoSResult) and isinstance(results[2], CoSResult)
+
+
+async def test_sync_api_works_inside_a_running_loop():
+    cos = ChainOfSummaries(ScriptedFakeModel(), CoSConfig(strategy="zero-shot"))
+    assert cos.summarize(DOC).summary
+
+
+def test_result_json_round_trip():
+    result = ChainOfSummaries(ScriptedFakeModel(thesis_facts=1), CoSConfig.fast()).summarize(DOC)
+    again = CoSResult.model_validate_json(result.model_dump_json())
+    assert again == result and again.best.val_score == result.val_score

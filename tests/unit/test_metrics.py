@@ -1,0 +1,55 @@
+"""Metrics against hand-computed cases (SQuAD v1.1 normalisation)."""
+
+import pytest
+
+from cos_integrations.metrics import (
+    exact_match,
+    is_unanswered,
+    normalize_answer,
+    rouge_l,
+    squad_f1,
+)
+
+
+def test_normalize_lowercases_strips_punctuation_articles_and_spaces():
+    assert normalize_answer("  The  Eiffel-Tower, in PARIS! ") == "eiffel tower in paris"
+    assert normalize_answer("an_apple a day") == "apple day"
+
+
+def test_f1_hand_computed():
+    # pred tokens: eiffel tower (2); gold: eiffel tower in paris (4); common 2
+    # precision 1.0, recall 0.5 -> F1 = 2*1*0.5/1.5 = 0.6667
+    assert squad_f1("the Eiffel Tower", "Eiffel tower in Paris") == pytest.approx(2 / 3)
+    # pred: 5th of march (3), gold: march 5th (2): common 2 -> p=2/3 r=1 -> 0.8
+    assert squad_f1("5th of March", "March 5th") == pytest.approx(0.8)
+    assert squad_f1("Paris", "London") == 0.0
+
+
+def test_f1_takes_max_over_aliases():
+    assert squad_f1("Denver Broncos", ["Broncos", "Denver Broncos", "Denver"]) == 1.0
+
+
+def test_repeated_tokens_count_once_per_occurrence():
+    # pred: a b b -> tokens [b, b] after 'a' article drop? 'a' is an article: pred = [b, b]
+    # gold: [b, c]; common = min(2,1)=1 -> p=1/2 r=1/2 -> 0.5
+    assert squad_f1("a b b", "b c") == pytest.approx(0.5)
+
+
+def test_exact_match():
+    assert exact_match("The Broncos.", ["broncos"]) == 1.0
+    assert exact_match("Broncos team", ["broncos"]) == 0.0
+
+
+def test_unanswered_scores_zero_even_against_matching_gold():
+    assert is_unanswered("I don't know.")
+    assert is_unanswered("Not in summary")
+    assert is_unanswered("")
+    assert squad_f1("I don't know", "I don't know") == 0.0
+    assert not is_unanswered("None of the above")
+
+
+def test_rouge_l_hand_computed():
+    # pred: police killed gunman (3); ref: police kill gunman (3): LCS = police gunman = 2
+    assert rouge_l("police killed the gunman", "police kill the gunman") == pytest.approx(2 / 3)
+    assert rouge_l("x", ["y", "x"]) == 1.0
+    assert rouge_l("", "x") == 0.0
