@@ -28,6 +28,7 @@ __all__ = [
     "questions_messages",
     "answer_messages",
     "rewrite_messages",
+    "source_answer_messages",
     "density_messages",
     "mini_messages",
     "merge_messages",
@@ -141,6 +142,19 @@ def answer_messages(content: str, questions: Sequence[str]) -> list[Message]:
     )
     system = f"{CONTENT_PREAMBLE}\n\n{_fence(content, 'content')}"
     return [{"role": "system", "content": system}, {"role": "user", "content": task}]
+
+
+def source_answer_messages(text: str, questions: Sequence[str]) -> list[Message]:
+    """Answer questions from the full source (a cache miss, a refinement round)."""
+    numbered = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
+    task = (
+        "Answer each question using only the document. Answer as simply as possible: a word "
+        "or short phrase, not a sentence. If the document does not contain the answer, answer "
+        f'"I don\'t know".\n\nQuestions:\n{numbered}\n\n'
+        'Reply as JSON: {"answers": [{"id": 1, "answer": "..."}]} with one entry per question, '
+        "in order. If you cannot write JSON, write one line per question: <number>. <answer>"
+    )
+    return [source_message(text), {"role": "user", "content": task}]
 
 
 def rewrite_messages(

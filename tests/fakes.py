@@ -47,6 +47,8 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "thesis"
     if last.startswith("Questions:\n"):
         return "answer"
+    if last.startswith("Answer each question using only the document"):
+        return "source_answer"
     if "Refine the existing summary" in last:
         return "rewrite"
     if "Missing Entities" in last:
@@ -146,6 +148,16 @@ class ScriptedFakeModel:
             m = QUESTION.search(q)
             ans = known.get(m.group(1).lower()) if m else None
             answers.append({"id": i, "answer": ans or "I don't know"})
+        return json.dumps({"answers": answers})
+
+    def _source_answer(self, messages) -> str:
+        known = facts(self._doc(messages))
+        qs = re.findall(r"^\d+\. (.*)$", messages[-1]["content"].split("\n\nReply", 1)[0], re.M)
+        answers = []
+        for i, q in enumerate(qs, 1):
+            m = QUESTION.search(q)
+            answers.append({"id": i, "answer": (known.get(m.group(1).lower()) if m else None)
+                            or "I don't know"})  # fmt: skip
         return json.dumps({"answers": answers})
 
     def _rewrite(self, messages) -> str:

@@ -1,0 +1,66 @@
+"""Child process that runs llama.cpp's server in-process until its stdin closes.
+
+Started by :class:`cos_integrations.local.LocalModelServer`; not a public entry point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="cos-server-child")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--n-ctx", type=int, default=8192)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--ready-file", default=None)
+    args = ap.parse_args(argv)
+
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.n_ctx = args.n_ctx
+    params.n_parallel = 1  # one slot: on 2 cores parallel slots only split the same CPU
+    params.cpuparams.n_threads = args.threads
+    params.cpuparams_batch.n_threads = args.threads
+    params.hostnames = ["127.0.0.1"]  # loopback only, never 0.0.0.0
+    params.port = args.port
+    params.cache_prompt = True
+    params.warmup = False
+    server = xllamacpp.Server(params)
+    address = str(server.listening_address)
+    if args.ready_file:
+        tmp = args.ready_file + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(address)
+        os.replace(tmp, args.ready_file)
+    print(f"cos: serving {args.model} at {address}", flush=True)
+
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+
+    def watch_stdin() -> None:
+        try:
+            while sys.stdin.buffer.read(1024):
+                pass
+        except (OSError, ValueError):
+            pass
+        done.set()  # parent gone or asked us to stop
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    del server
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

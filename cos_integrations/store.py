@@ -1,0 +1,660 @@
+"""The durable store: documents, summary versions, question banks, refine jobs, counters.
+
+One SQLite file (WAL mode) under the index directory. It is the single source of truth
+that the CLI and the retrievers of both frameworks read and write; Chroma only holds
+vectors derived from it, and anything missing there is rebuilt from here.
+
+Example:
+    >>> store = SummaryStore(":memory:")
+    >>> store.upsert_document("d1", "Rent is due on the 5th.", source="lease.txt")
+    True
+    >>> store.get_document("d1").status
+    'pending'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .metrics import normalize_answer
+from .questions import QAPair
+from .result import CoSResult
+
+__all__ = ["SummaryStore", "DocumentRecord", "SummaryVersion", "RefineJob", "content_hash"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL DEFAULT '',
+    content_hash TEXT NOT NULL,
+    text TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    error TEXT,
+    current_version INTEGER,
+    indexed_version INTEGER,
+    indexed_hash TEXT,
+    pinned INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS summary_versions (
+    doc_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'published',
+    created_by TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    config_hash TEXT NOT NULL DEFAULT '',
+    content_hash TEXT NOT NULL DEFAULT '',
+    val_score REAL,
+    train_score REAL,
+    summary_tokens INTEGER NOT NULL DEFAULT 0,
+    source_tokens INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    flags TEXT NOT NULL DEFAULT '[]',
+    result_json TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (doc_id, version)
+);
+CREATE TABLE IF NOT EXISTS questions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    answers TEXT NOT NULL,
+    split TEXT,
+    origin TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (doc_id, norm)
+);
+CREATE TABLE IF NOT EXISTS refine_jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT NOT NULL,
+    query TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    lease_until REAL,
+    worker TEXT,
+    result TEXT,
+    error TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS refine_jobs_open
+    ON refine_jobs (doc_id, norm) WHERE status IN ('pending', 'leased');
+CREATE TABLE IF NOT EXISTS not_in_source (
+    doc_id TEXT NOT NULL, norm TEXT NOT NULL, query TEXT NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (doc_id, norm)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    doc_id TEXT,
+    query TEXT,
+    context_tokens INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+# Each migration takes the schema from version N-1 to N. Version 1 is the base schema.
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the document text: what "unchanged" means."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class DocumentRecord:
+    doc_id: str
+    source: str
+    title: str
+    content_hash: str
+    text: str
+    status: str
+    error: str | None
+    current_version: int | None
+    indexed_version: int | None
+    indexed_hash: str | None
+    pinned: bool
+
+
+@dataclass
+class SummaryVersion:
+    doc_id: str
+    version: int
+    text: str
+    status: str
+    created_by: str
+    reason: str
+    config_hash: str
+    content_hash: str
+    val_score: float | None
+    train_score: float | None
+    summary_tokens: int
+    source_tokens: int
+    flags: list[str]
+    created_at: float
+
+
+@dataclass
+class RefineJob:
+    id: int
+    doc_id: str
+    query: str
+    status: str
+    attempts: int
+    worker: str | None
+    result: str | None
+    error: str | None
+
+
+class SummaryStore:
+    """SQLite-backed durable state; safe across threads and processes (WAL, busy timeout)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._memory_conn: sqlite3.Connection | None = None
+        self._migrate()
+
+    # ------------------------------------------------------------------ plumbing
+    def _conn(self) -> sqlite3.Connection:
+        if self.path == ":memory:":
+            if self._memory_conn is None:
+                self._memory_conn = sqlite3.connect(
+                    ":memory:", check_same_thread=False, isolation_level=None
+                )
+                self._memory_conn.row_factory = sqlite3.Row
+            return self._memory_conn
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """An IMMEDIATE transaction: writers queue up instead of failing half-way."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        conn = self._conn()
+        conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        current = int(row[0]) if row else 0
+        if current > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} has schema version {current}, newer than this cos-integrations "
+                f"({SCHEMA_VERSION}); upgrade the package"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            with self._tx() as tx:
+                for stmt in _MIGRATIONS[version].split(";"):
+                    if stmt.strip():
+                        tx.execute(stmt)
+                tx.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                    (str(version),),
+                )
+
+    @property
+    def schema_version(self) -> int:
+        row = self._conn().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # ------------------------------------------------------------------ documents
+    def upsert_document(self, doc_id: str, text: str, *, source: str = "", title: str = "") -> bool:
+        """Record a document's text; returns True when it is new or its content changed."""
+        digest = content_hash(text)
+        now = time.time()
+        with self._tx() as tx:
+            row = tx.execute(
+                "SELECT content_hash FROM documents WHERE doc_id=?", (doc_id,)
+            ).fetchone()
+            if row is None:
+                tx.execute(
+                    "INSERT INTO documents(doc_id, source, title, content_hash, text, status,"
+                    " created_at, updated_at) VALUES(?,?,?,?,?,'pending',?,?)",
+                    (doc_id, source, title, digest, text, now, now),
+                )
+                return True
+            changed = row["content_hash"] != digest
+            tx.execute(
+                "UPDATE documents SET source=?, title=?, content_hash=?, text=?, updated_at=?,"
+                " status=CASE WHEN ? THEN 'pending' ELSE status END WHERE doc_id=?",
+                (source, title, digest, text, now, changed, doc_id),
+            )
+            return changed
+
+    def get_document(self, doc_id: str) -> DocumentRecord | None:
+        row = self._conn().execute("SELECT * FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return _doc(row) if row else None
+
+    def documents(self) -> list[DocumentRecord]:
+        rows = self._conn().execute("SELECT * FROM documents ORDER BY doc_id").fetchall()
+        return [_doc(r) for r in rows]
+
+    def delete_document(self, doc_id: str) -> None:
+        with self._tx() as tx:
+            for table in ("documents", "summary_versions", "questions", "not_in_source"):
+                tx.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
+            tx.execute("DELETE FROM refine_jobs WHERE doc_id=? AND status='pending'", (doc_id,))
+
+    def is_current(self, doc_id: str, text_hash: str, config_hash: str) -> bool:
+        """True when the document's current summary was made from this text with this config
+        (or is a human-pinned summary of this text): summarising again would waste calls."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT d.content_hash AS dh, v.content_hash AS vh, v.config_hash AS ch,"
+                " v.created_by AS by FROM documents d JOIN summary_versions v"
+                " ON v.doc_id=d.doc_id AND v.version=d.current_version WHERE d.doc_id=?",
+                (doc_id,),
+            )
+            .fetchone()
+        )
+        if row is None or row["dh"] != text_hash or row["vh"] != text_hash:
+            return False
+        return row["by"] in ("refine", "human") or row["ch"] == config_hash
+
+    def mark_failed(self, doc_id: str, error: str) -> None:
+        with self._tx() as tx:
+            tx.execute(
+                "UPDATE documents SET status='failed', error=?, updated_at=? WHERE doc_id=?",
+                (error[:2000], time.time(), doc_id),
+            )
+
+    def mark_indexed(self, doc_id: str, version: int | None, text_hash: str) -> None:
+        with self._tx() as tx:
+            tx.execute(
+                "UPDATE documents SET indexed_version=?, indexed_hash=? WHERE doc_id=?",
+                (version, text_hash, doc_id),
+            )
+
+    def needs_index(self) -> list[str]:
+        """Documents whose vectors in Chroma are behind the store (e.g. after a crash)."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT doc_id FROM documents WHERE current_version IS NOT NULL AND ("
+                " indexed_version IS NULL OR indexed_version != current_version"
+                " OR indexed_hash IS NULL OR indexed_hash != content_hash) ORDER BY doc_id"
+            )
+            .fetchall()
+        )
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------------ summaries
+    def save_result(
+        self,
+        doc_id: str,
+        result: CoSResult,
+        *,
+        created_by: str = "cos",
+        reason: str = "",
+        flags: Sequence[str] = (),
+    ) -> int:
+        """Store a new summary version from an engine result, with its question bank.
+
+        The version becomes current unless the document is pinned by a human; then it is
+        kept as a ``suggested`` version to accept or reject.
+        """
+        doc = self.get_document(doc_id)
+        if doc is None:
+            raise KeyError(f"unknown document {doc_id!r}")
+        best = result.best
+        with self._tx() as tx:
+            version = self._next_version(tx, doc_id)
+            status = "suggested" if doc.pinned else "published"
+            self._insert_version(
+                tx, doc_id, version, result.summary, status=status, created_by=created_by,
+                reason=reason, config_hash=result.config_hash, text_hash=doc.content_hash,
+                val=best.val_score if best else None, train=best.train_score if best else None,
+                summary_tokens=result.summary_tokens, source_tokens=result.source_tokens,
+                usage=result.usage.model_dump(), flags=flags,
+                result_json=result.model_dump_json(),
+            )  # fmt: skip
+            # A fresh CoS run replaces the synthetic and human bank; miss questions stay.
+            tx.execute("DELETE FROM questions WHERE doc_id=? AND origin!='miss'", (doc_id,))
+            for q in result.questions:
+                self._insert_question(tx, doc_id, q)
+            if not doc.pinned:
+                tx.execute(
+                    "UPDATE documents SET current_version=?, status='summarized', error=NULL,"
+                    " updated_at=? WHERE doc_id=?",
+                    (version, time.time(), doc_id),
+                )
+        return version
+
+    def publish_version(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        expected_version: int | None,
+        created_by: str,
+        reason: str = "",
+        val_score: float | None = None,
+        train_score: float | None = None,
+        summary_tokens: int = 0,
+        flags: Sequence[str] = (),
+        config_hash: str = "",
+        force: bool = False,
+    ) -> int | None:
+        """Compare-and-swap: publish ``text`` only if the current version is still
+        ``expected_version``. Returns the new version, or ``None`` if someone else won.
+
+        On a pinned document a non-human version is stored as ``suggested`` and the
+        current version does not move (unless ``force``).
+        """
+        with self._tx() as tx:
+            row = tx.execute(
+                "SELECT current_version, pinned, content_hash FROM documents WHERE doc_id=?",
+                (doc_id,),
+            ).fetchone()
+            if row is None:
+                raise KeyError(f"unknown document {doc_id!r}")
+            if row["current_version"] != expected_version:
+                return None
+            version = self._next_version(tx, doc_id)
+            suggest = bool(row["pinned"]) and created_by != "human" and not force
+            self._insert_version(
+                tx, doc_id, version, text, status="suggested" if suggest else "published",
+                created_by=created_by, reason=reason, config_hash=config_hash,
+                text_hash=row["content_hash"], val=val_score, train=train_score,
+                summary_tokens=summary_tokens, source_tokens=0, usage={}, flags=flags,
+                result_json=None,
+            )  # fmt: skip
+            if not suggest:
+                pinned = 1 if created_by == "human" else row["pinned"]
+                tx.execute(
+                    "UPDATE documents SET current_version=?, pinned=?, status='summarized',"
+                    " updated_at=? WHERE doc_id=?",
+                    (version, pinned, time.time(), doc_id),
+                )
+        return version
+
+    def set_current(self, doc_id: str, version: int) -> None:
+        """Make an existing version current (revert, or accept a suggestion)."""
+        with self._tx() as tx:
+            if not tx.execute(
+                "SELECT 1 FROM summary_versions WHERE doc_id=? AND version=?", (doc_id, version)
+            ).fetchone():
+                raise KeyError(f"document {doc_id!r} has no version {version}")
+            tx.execute(
+                "UPDATE summary_versions SET status='published' WHERE doc_id=? AND version=?",
+                (doc_id, version),
+            )
+            tx.execute(
+                "UPDATE documents SET current_version=?, updated_at=? WHERE doc_id=?",
+                (version, time.time(), doc_id),
+            )
+
+    def set_pinned(self, doc_id: str, pinned: bool) -> None:
+        with self._tx() as tx:
+            tx.execute("UPDATE documents SET pinned=? WHERE doc_id=?", (int(pinned), doc_id))
+
+    def reject_version(self, doc_id: str, version: int) -> None:
+        with self._tx() as tx:
+            tx.execute(
+                "UPDATE summary_versions SET status='rejected' WHERE doc_id=? AND version=?"
+                " AND status='suggested'",
+                (doc_id, version),
+            )
+
+    def current_summary(self, doc_id: str) -> SummaryVersion | None:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT v.* FROM summary_versions v JOIN documents d ON d.doc_id=v.doc_id"
+                " AND d.current_version=v.version WHERE d.doc_id=?",
+                (doc_id,),
+            )
+            .fetchone()
+        )
+        return _version(row) if row else None
+
+    def versions(self, doc_id: str) -> list[SummaryVersion]:
+        rows = (
+            self._conn()
+            .execute("SELECT * FROM summary_versions WHERE doc_id=? ORDER BY version", (doc_id,))
+            .fetchall()
+        )
+        return [_version(r) for r in rows]
+
+    def result_of(self, doc_id: str, version: int) -> CoSResult | None:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT result_json FROM summary_versions WHERE doc_id=? AND version=?",
+                (doc_id, version),
+            )
+            .fetchone()
+        )
+        return CoSResult.model_validate_json(row[0]) if row and row[0] else None
+
+    @staticmethod
+    def _next_version(tx: sqlite3.Connection, doc_id: str) -> int:
+        row = tx.execute(
+            "SELECT COALESCE(MAX(version), 0) FROM summary_versions WHERE doc_id=?", (doc_id,)
+        ).fetchone()
+        return int(row[0]) + 1
+
+    @staticmethod
+    def _insert_version(tx, doc_id, version, text, *, status, created_by, reason, config_hash,
+                        text_hash, val, train, summary_tokens, source_tokens, usage, flags,
+                        result_json) -> None:  # fmt: skip
+        tx.execute(
+            "INSERT INTO summary_versions(doc_id, version, text, status, created_by, reason,"
+            " config_hash, content_hash, val_score, train_score, summary_tokens, source_tokens,"
+            " calls, prompt_tokens, completion_tokens, cached_tokens, flags, result_json,"
+            " created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                doc_id, version, text, status, created_by, reason, config_hash, text_hash, val,
+                train, summary_tokens, source_tokens, usage.get("calls", 0),
+                usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                usage.get("cached_tokens", 0), json.dumps(list(flags)), result_json, time.time(),
+            ),
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ questions
+    def questions(self, doc_id: str) -> list[QAPair]:
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT question, answers, split, origin FROM questions WHERE doc_id=? ORDER BY id",
+                (doc_id,),
+            )
+            .fetchall()
+        )
+        return [
+            QAPair(question=r[0], answers=json.loads(r[1]), split=r[2], origin=r[3]) for r in rows
+        ]
+
+    def add_question(self, doc_id: str, pair: QAPair) -> bool:
+        with self._tx() as tx:
+            return self._insert_question(tx, doc_id, pair)
+
+    @staticmethod
+    def _insert_question(tx: sqlite3.Connection, doc_id: str, q: QAPair) -> bool:
+        cur = tx.execute(
+            "INSERT OR IGNORE INTO questions(doc_id, question, norm, answers, split, origin,"
+            " created_at) VALUES(?,?,?,?,?,?,?)",
+            (doc_id, q.question, q.key, json.dumps(q.answers), q.split, q.origin, time.time()),
+        )
+        return cur.rowcount > 0
+
+    # ------------------------------------------------------------------ refine queue
+    def enqueue(self, doc_id: str, query: str) -> int | None:
+        """Queue a refine job; a pending job with the same normalised query is reused.
+        Returns the job id, or ``None`` when the query is known not to be in the source."""
+        norm = normalize_answer(query)
+        now = time.time()
+        with self._tx() as tx:
+            if tx.execute(
+                "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?", (doc_id, norm)
+            ).fetchone():
+                return None
+            row = tx.execute(
+                "SELECT id FROM refine_jobs WHERE doc_id=? AND norm=?"
+                " AND status IN ('pending','leased')",
+                (doc_id, norm),
+            ).fetchone()
+            if row:
+                return int(row[0])
+            cur = tx.execute(
+                "INSERT INTO refine_jobs(doc_id, query, norm, status, created_at, updated_at)"
+                " VALUES(?,?,?,'pending',?,?)",
+                (doc_id, query, norm, now, now),
+            )
+            return int(cur.lastrowid)
+
+    def lease(self, worker: str, *, lease_seconds: float = 600.0) -> RefineJob | None:
+        """Take the oldest pending job, or one whose lease expired (its worker died)."""
+        now = time.time()
+        with self._tx() as tx:
+            row = tx.execute(
+                "SELECT * FROM refine_jobs WHERE status='pending'"
+                " OR (status='leased' AND lease_until < ?) ORDER BY id LIMIT 1",
+                (now,),
+            ).fetchone()
+            if row is None:
+                return None
+            tx.execute(
+                "UPDATE refine_jobs SET status='leased', worker=?, lease_until=?,"
+                " attempts=attempts+1, updated_at=? WHERE id=?",
+                (worker, now + lease_seconds, now, row["id"]),
+            )
+            row = tx.execute("SELECT * FROM refine_jobs WHERE id=?", (row["id"],)).fetchone()
+        return _job(row)
+
+    def finish_job(self, job_id: int, worker: str, status: str, result: str = "") -> bool:
+        """Close a leased job; False when the lease was lost to another worker."""
+        with self._tx() as tx:
+            cur = tx.execute(
+                "UPDATE refine_jobs SET status=?, result=?, lease_until=NULL, updated_at=?"
+                " WHERE id=? AND worker=? AND status='leased'",
+                (status, result, time.time(), job_id, worker),
+            )
+            if cur.rowcount and status == "not_in_source":
+                row = tx.execute(
+                    "SELECT doc_id, norm, query FROM refine_jobs WHERE id=?", (job_id,)
+                ).fetchone()
+                tx.execute(
+                    "INSERT OR IGNORE INTO not_in_source(doc_id, norm, query, created_at)"
+                    " VALUES(?,?,?,?)",
+                    (row[0], row[1], row[2], time.time()),
+                )
+            return cur.rowcount > 0
+
+    def fail_job(self, job_id: int, worker: str, error: str, *, max_attempts: int = 3) -> str:
+        """Record a failure: back to pending, or ``dead`` after ``max_attempts``."""
+        with self._tx() as tx:
+            row = tx.execute("SELECT attempts FROM refine_jobs WHERE id=?", (job_id,)).fetchone()
+            status = "dead" if row and row[0] >= max_attempts else "pending"
+            tx.execute(
+                "UPDATE refine_jobs SET status=?, error=?, lease_until=NULL, updated_at=?"
+                " WHERE id=? AND worker=? AND status='leased'",
+                (status, error[:2000], time.time(), job_id, worker),
+            )
+        return status
+
+    def jobs(self, status: str | None = None) -> list[RefineJob]:
+        sql, args = "SELECT * FROM refine_jobs", ()
+        if status:
+            sql, args = sql + " WHERE status=?", (status,)
+        rows = self._conn().execute(sql + " ORDER BY id", args).fetchall()
+        return [_job(r) for r in rows]
+
+    def not_in_source(self, doc_id: str, query: str) -> bool:
+        return bool(
+            self._conn()
+            .execute(
+                "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?",
+                (doc_id, normalize_answer(query)),
+            )
+            .fetchone()
+        )
+
+    # ------------------------------------------------------------------ counters
+    def record_event(
+        self, kind: str, doc_id: str | None, query: str, *, context_tokens: int = 0
+    ) -> None:
+        """Log a ``hit``, ``miss`` or ``not_covered`` for stats."""
+        with self._tx() as tx:
+            tx.execute(
+                "INSERT INTO events(at, kind, doc_id, query, context_tokens) VALUES(?,?,?,?,?)",
+                (time.time(), kind, doc_id, query, context_tokens),
+            )
+
+    def event_counts(self) -> dict[str, int]:
+        rows = self._conn().execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def events(self) -> list[sqlite3.Row]:
+        return self._conn().execute("SELECT * FROM events ORDER BY id").fetchall()
+
+
+def _doc(row: sqlite3.Row) -> DocumentRecord:
+    return DocumentRecord(
+        doc_id=row["doc_id"], source=row["source"], title=row["title"],
+        content_hash=row["content_hash"], text=row["text"], status=row["status"],
+        error=row["error"], current_version=row["current_version"],
+        indexed_version=row["indexed_version"], indexed_hash=row["indexed_hash"],
+        pinned=bool(row["pinned"]),
+    )  # fmt: skip
+
+
+def _version(row: sqlite3.Row) -> SummaryVersion:
+    return SummaryVersion(
+        doc_id=row["doc_id"], version=row["version"], text=row["text"], status=row["status"],
+        created_by=row["created_by"], reason=row["reason"], config_hash=row["config_hash"],
+        content_hash=row["content_hash"], val_score=row["val_score"],
+        train_score=row["train_score"], summary_tokens=row["summary_tokens"],
+        source_tokens=row["source_tokens"], flags=json.loads(row["flags"]),
+        created_at=row["created_at"],
+    )  # fmt: skip
+
+
+def _job(row: sqlite3.Row) -> RefineJob:
+    return RefineJob(
+        id=row["id"], doc_id=row["doc_id"], query=row["query"], status=row["status"],
+        attempts=row["attempts"], worker=row["worker"], result=row["result"], error=row["error"],
+    )  # fmt: skip

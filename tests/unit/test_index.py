@@ -1,0 +1,134 @@
+"""The index on a real Chroma PersistentClient: ingest, idempotence, replacement, repair."""
+
+import asyncio
+
+from fakes import ScriptedFakeModel, make_document
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.embeddings import HashingEmbedder
+from cos_integrations.index import CoSIndex, flatten_metadata
+from cos_integrations.loaders import SourceDocument
+
+
+def docs(n=3, prefix=""):
+    topics = ["lease", "rent", "garden", "parking", "heating"]
+    return [
+        SourceDocument(doc_id=f"doc{i}", text=make_document(6, topic=topics[i], prefix=prefix),
+                       source=f"/data/doc{i}.txt", title=f"Doc {i}")
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def ingest(index, engine, documents):
+    return asyncio.run(index.aingest(documents, engine, concurrency=2))
+
+
+def test_ingest_writes_store_summaries_and_chunks(index, engine):
+    report = ingest(index, engine, docs())
+    assert sorted(report.summarized) == ["doc0", "doc1", "doc2"] and report.ok
+    assert index.summaries.count() == 3
+    got = index.summaries.get(include=["metadatas", "documents"])
+    meta = {m["doc_id"]: m for m in got["metadatas"]}
+    assert meta["doc1"]["source"] == "/data/doc1.txt" and meta["doc1"]["cos_version"] == 1
+    assert all(isinstance(v, (str, int, float, bool)) for m in got["metadatas"] for v in m.values())
+    chunks = index.chunks.get(include=["metadatas"])
+    assert {m["doc_id"] for m in chunks["metadatas"]} == {"doc0", "doc1", "doc2"}
+    assert index.store.get_document("doc0").status == "summarized"
+    assert index.store.questions("doc0")
+    assert index.manifest["embedding"]["name"] == "hashing-bow-256"
+
+
+def test_reingest_unchanged_makes_no_model_call(index, engine, fake_model):
+    ingest(index, engine, docs())
+    before = len(fake_model.calls)
+    report = ingest(index, engine, docs())
+    assert len(fake_model.calls) == before
+    assert sorted(report.unchanged) == ["doc0", "doc1", "doc2"] and not report.summarized
+    assert index.summaries.count() == 3
+
+
+def test_changed_document_replaces_its_vectors(index, engine):
+    ingest(index, engine, docs())
+    old_chunks = index.chunks.get(where={"doc_id": "doc1"})["ids"]
+    changed = docs()
+    changed[1].text = make_document(6, topic="rent", prefix="new ")
+    report = ingest(index, engine, changed)
+    assert report.summarized == ["doc1"]
+    summaries = index.summaries.get(where={"doc_id": "doc1"}, include=["documents", "metadatas"])
+    assert len(summaries["ids"]) == 1 and "new value" in summaries["documents"][0]
+    assert summaries["metadatas"][0]["cos_version"] == 2
+    new_chunks = index.chunks.get(where={"doc_id": "doc1"}, include=["documents"])
+    assert all("new value" in d for d in new_chunks["documents"])
+    assert len(new_chunks["ids"]) == len(old_chunks)
+    assert index.summaries.count() == 3
+
+
+def test_config_change_resummarises(index, fake_model):
+    ingest(index, ChainOfSummaries(fake_model, CoSConfig.fast()), docs(1))
+    report = ingest(index, ChainOfSummaries(fake_model, CoSConfig.fast(iterations=1)), docs(1))
+    assert report.summarized == ["doc0"]
+
+
+def test_failure_on_one_document_keeps_the_others_and_retries_next_run(index):
+    class FailsOnGarden(ScriptedFakeModel):
+        broken = True
+
+        async def chat(self, messages, **kw):
+            if self.broken and "garden" in messages[0]["content"]:
+                raise RuntimeError("HTTP 500 from the model")
+            return await super().chat(messages, **kw)
+
+    model = FailsOnGarden()
+    engine = ChainOfSummaries(model, CoSConfig.fast())
+    report = ingest(index, engine, docs())
+    assert set(report.failed) == {"doc2"} and sorted(report.summarized) == ["doc0", "doc1"]
+    assert "HTTP 500" in index.store.get_document("doc2").error
+    assert index.summaries.count() == 2
+    model.broken = False
+    report = ingest(index, engine, docs())
+    assert report.summarized == ["doc2"] and sorted(report.unchanged) == ["doc0", "doc1"]
+    assert index.summaries.count() == 3
+
+
+def test_empty_document_is_skipped_and_reported(index, engine):
+    documents = docs(2)
+    documents.append(SourceDocument(doc_id="empty", text="   "))
+    report = ingest(index, engine, documents)
+    assert report.skipped == {"empty": "empty text"} and len(report.summarized) == 2
+
+
+def test_crash_between_store_and_chroma_is_repaired_without_model_calls(index, engine, fake_model):
+    ingest(index, engine, docs())
+    # Simulate a crash after the store commit: vectors for doc1 missing, marks stale.
+    index.summaries.delete(where={"doc_id": "doc1"})
+    index.chunks.delete(where={"doc_id": "doc1"})
+    index.store.mark_indexed("doc1", None, "stale")
+    calls = len(fake_model.calls)
+    report = ingest(index, engine, docs())
+    assert report.repaired == ["doc1"] and len(fake_model.calls) == calls
+    assert len(index.summaries.get(where={"doc_id": "doc1"})["ids"]) == 1
+    assert index.chunks.get(where={"doc_id": "doc1"})["ids"]
+
+
+def test_reopen_from_manifest_and_refuse_other_embedder(tmp_path, engine):
+    idx = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(128))
+    ingest(idx, engine, docs(1))
+    again = CoSIndex(tmp_path / "ix", create=False)
+    assert again.embedder.name == "hashing-bow-128" and again.summaries.count() == 1
+    import pytest
+
+    with pytest.raises(ValueError, match="hashing-bow-128"):
+        CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(64))
+    with pytest.raises(FileNotFoundError, match="not a CoS index"):
+        CoSIndex(tmp_path / "nothing", create=False)
+
+
+def test_flatten_metadata_reports_each_change():
+    warnings = []
+    out = flatten_metadata(
+        {"a": 1, "b": None, "c": ["x", 1], "d": {"k": "v"}, "e": True, "f": object()},
+        warn=warnings.append,
+    )
+    assert out["a"] == 1 and out["e"] is True and "b" not in out
+    assert out["c"] == '["x", 1]' and out["d"] == '{"k": "v"}' and isinstance(out["f"], str)
+    assert len(warnings) == 4

@@ -1,0 +1,172 @@
+"""Fallback retrieval and miss-triggered refinement over a real Chroma index."""
+
+import asyncio
+
+import pytest
+from fakes import ScriptedFakeModel, facts, make_document
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.refine import BackgroundRefiner, Refiner
+from cos_integrations.retrieval import FallbackRetriever
+
+TOPICS = ["lease", "garden", "parking"]
+
+
+@pytest.fixture
+def filled(index):
+    model = ScriptedFakeModel(thesis_facts=2)
+    # iterations=0: summaries are the thesis (2 facts of 8), so misses are easy to make
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    documents = [SourceDocument(doc_id=t, text=make_document(8, topic=t), source=f"{t}.txt",
+                                title=t.title()) for t in TOPICS]  # fmt: skip
+    asyncio.run(index.aingest(documents, engine))
+    return index, engine, model
+
+
+def retriever(index, model, **kw):
+    return FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=2, **kw)
+
+
+def test_hit_returns_summaries_and_the_answer(filled):
+    index, _, model = filled
+    r = retriever(index, model).retrieve("What is the garden item 1?")
+    assert r.hit and r.answer == "value 1b"
+    assert r.items[0].doc_id == "garden" and r.items[0].kind == "summary"
+    assert all(h.metadata["cos_hit"] is True for h in r.items)
+    assert index.store.event_counts() == {"hit": 1}
+    assert not index.store.jobs()
+
+
+def test_miss_returns_source_chunks_and_queues_one_job(filled):
+    index, _, model = filled
+    ret = retriever(index, model)
+    r = ret.retrieve("What is the garden item 6?")
+    assert not r.hit and r.answer is None and r.job_id is not None
+    assert r.items and all(h.kind == "chunk" and h.metadata["cos_hit"] is False for h in r.items)
+    assert r.items[0].doc_id == "garden" and "garden item 6 is value 6g" in r.items[0].text
+    again = ret.retrieve("what is the garden item 6")
+    assert again.job_id == r.job_id  # de-duplicated on the normalised query
+    assert [(j.doc_id, j.status) for j in index.store.jobs()] == [("garden", "pending")]
+    assert (ret.hits, ret.misses) == (0, 2)
+
+
+def test_score_judge_uses_threshold_only(filled):
+    index, _, model = filled
+    calls = len(model.calls)
+    hit = FallbackRetriever(index, threshold=0.0).retrieve("What is the garden item 6?")
+    miss = FallbackRetriever(index, threshold=0.99).retrieve("What is the garden item 6?")
+    assert hit.hit and not miss.hit and len(model.calls) == calls
+
+
+def test_empty_index_returns_nothing(index):
+    r = FallbackRetriever(index).retrieve("anything?")
+    assert not r.hit and r.items == []
+
+
+def test_refine_once_publishes_and_the_query_then_hits(filled):
+    index, engine, model = filled
+    ret = retriever(index, model)
+    q = "What is the parking item 7?"
+    assert not ret.retrieve(q).hit
+    outcomes = Refiner(index, engine).run_once()
+    assert [(o.status, o.answer) for o in outcomes] == [("published", "value 7h")]
+    current = index.store.current_summary("parking")
+    assert current.version == 2 and current.created_by == "refine" and "value 7h" in current.text
+    assert current.reason == f"miss: {q}"
+    vec = index.summaries.get(where={"doc_id": "parking"}, include=["documents", "metadatas"])
+    assert len(vec["ids"]) == 1 and vec["metadatas"][0]["cos_version"] == 2
+    assert ret.retrieve(q).hit
+    bank = index.store.questions("parking")
+    assert any(p.origin == "miss" and p.question == q for p in bank)
+    assert index.store.jobs()[0].status == "published"
+
+
+def test_not_in_source_is_remembered(filled):
+    index, engine, model = filled
+    ret = retriever(index, model)
+    q = "What is the lease item 99?"
+    first = ret.retrieve(q)
+    assert not first.hit and first.items
+    (outcome,) = Refiner(index, engine).run_once()
+    assert outcome.status == "not_in_source"
+    second = ret.retrieve(q)
+    assert second.not_covered and second.items == []
+    assert index.store.enqueue("lease", q) is None  # never queued again
+
+
+def test_rewrite_that_does_not_answer_is_rejected(filled):
+    index, engine, model = filled
+    model.rewrite_adds = False
+    retriever(index, model).retrieve("What is the lease item 7?")
+    (outcome,) = Refiner(index, engine).run_once()
+    assert outcome.status == "rejected" and "still does not answer" in outcome.reason
+    assert index.store.current_summary("lease").version == 1
+
+
+def test_pinned_document_gets_a_suggestion_not_a_new_version(filled):
+    index, engine, model = filled
+    pinned = index.store.publish_version(
+        "lease",
+        "The lease item 0 is value 0a.",
+        expected_version=1,
+        created_by="human",
+        reason="pin",
+    )
+    index.sync_document("lease")
+    retriever(index, model).retrieve("What is the lease item 4?")
+    (outcome,) = Refiner(index, engine).run_once()
+    assert outcome.status == "suggested"
+    assert index.store.current_summary("lease").version == pinned
+    assert [v.status for v in index.store.versions("lease")] == [
+        "published",
+        "published",
+        "suggested",
+    ]
+
+
+def test_compare_and_swap_refuses_a_stale_version(filled):
+    index, *_ = filled
+    store = index.store
+    assert store.publish_version("garden", "x", expected_version=1, created_by="refine") == 2
+    assert store.publish_version("garden", "y", expected_version=1, created_by="refine") is None
+    assert store.current_summary("garden").text == "x"
+
+
+def test_failed_jobs_retry_then_dead_letter(filled):
+    index, _, model = filled
+
+    class Down:
+        async def chat(self, *a, **k):
+            raise RuntimeError("connection refused")
+
+    retriever(index, model).retrieve("What is the garden item 7?")
+    refiner = Refiner(index, ChainOfSummaries(Down(), CoSConfig.fast()), max_attempts=2)
+    assert [o.status for o in refiner.run_once(max_jobs=1)] == ["failed"]
+    assert [o.status for o in refiner.run_once(max_jobs=1)] == ["dead"]
+    assert refiner.run_once() == []
+    assert index.store.jobs()[0].status == "dead"
+
+
+def test_expired_lease_is_taken_over(filled):
+    index, *_ = filled
+    store = index.store
+    store.enqueue("garden", "What is the garden item 5?")
+    first = store.lease("crashed-worker", lease_seconds=-1)  # already expired
+    second = store.lease("other-worker")
+    assert second.id == first.id and second.attempts == 2
+    assert not store.finish_job(first.id, "crashed-worker", "published")
+    assert store.finish_job(second.id, "other-worker", "published")
+
+
+def test_background_refiner_refines_while_serving(filled):
+    index, engine, model = filled
+    with BackgroundRefiner(Refiner(index, engine), idle_poll=0.05) as bg:
+        ret = retriever(index, model, refine_on_miss="background", on_miss=bg.notify)
+        q = "What is the lease item 6?"
+        assert not ret.retrieve(q).hit
+        assert bg.wait_idle(timeout=30)
+        assert [o.status for o in bg.outcomes] == ["published"]
+        assert ret.retrieve(q).hit
+    assert "value 6g" in index.store.current_summary("lease").text
+    assert facts(index.store.current_summary("lease").text)
