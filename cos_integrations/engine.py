@@ -457,6 +457,13 @@ class ChainOfSummaries:
                 stale += 1
                 continue
             record.summary = new
+            if " ".join(new.split()) == " ".join(current.split()):
+                # The model kept the summary as it was: scoring it again would only measure
+                # sampling noise, so it inherits the scores and counts as a round without gain.
+                _record(record, current_ev)
+                record.accepted = False
+                stale += 1
+                continue
             ev = await self._evaluate(new, bank, run)
             if isinstance(ev, str):
                 run.warn(f"round {index}: unparseable answers; the rewrite is not used")

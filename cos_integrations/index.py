@@ -312,12 +312,16 @@ class CoSIndex:
     def _hits(self, res: dict, kind: str) -> list[SearchHit]:
         out = []
         for id_, doc, meta, dist in zip(
-            res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+            res["ids"][0],
+            res["documents"][0],
+            res["metadatas"][0],
+            res["distances"][0],
             strict=True,
-        ):  # fmt: skip
+        ):
             meta = dict(meta or {})
-            out.append(SearchHit(id_, str(meta.get("doc_id", "")), doc or "", 1.0 - dist, meta,
-                                 kind))  # fmt: skip
+            out.append(
+                SearchHit(id_, str(meta.get("doc_id", "")), doc or "", 1.0 - dist, meta, kind)
+            )
         return out
 
     def search_summaries(

@@ -44,11 +44,19 @@ class LoadProblem:
 
 
 def doc_id_for(path: Path, root: Path | None = None) -> str:
-    """A stable id from the path relative to the ingested root (readable, collision-free)."""
-    rel = path.relative_to(root) if root and path.is_relative_to(root) else path
-    text = rel.as_posix()
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
-    return f"{text}#{digest}" if len(text) <= 200 else f"{text[:200]}#{digest}"
+    """A readable id that survives moving the folder: ``ROOTNAME/relative/path``.
+
+    Ingesting ``docs/`` gives ``docs/lease.md``; a single file gives its name. Very long
+    paths are cut and suffixed with a hash of the whole path.
+    """
+    path = path.absolute()
+    if root is not None and path.is_relative_to(root.absolute()):
+        text = f"{root.name}/{path.relative_to(root.absolute()).as_posix()}"
+    else:
+        text = path.name
+    if len(text) > 200:
+        text = f"{text[:180]}#{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+    return text
 
 
 def _looks_binary(data: bytes) -> bool:
@@ -145,14 +153,14 @@ def load_paths(
         if base.is_file():
             files, root = [base], base.parent
         else:
-            root = base.resolve()
+            root = base.absolute()
             files = sorted(p for p in base.rglob("*") if p.is_file() or p.is_symlink())
         for path in files:
             if path.name.startswith("."):
                 continue
             if path.is_symlink() and not follow_symlinks:
                 target = path.resolve()
-                if not target.is_relative_to(root):
+                if not target.is_relative_to(root.resolve()):
                     problems.append(
                         LoadProblem(
                             str(path), "symlink leaves the ingested folder (not followed)", False

@@ -272,10 +272,20 @@ class LocalModelServer:
             self.log_path = logs / f"server-{os.getpid()}-{int(time.time())}.log"
         ready = Path(tempfile.mkdtemp(prefix="cos-server-")) / "address"
         cmd = [
-            sys.executable, "-m", "cos_integrations._server_child",
-            "--model", str(self.model_path), "--n-ctx", str(self.n_ctx),
-            "--threads", str(self.threads), "--port", str(self.port), "--ready-file", str(ready),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "cos_integrations._server_child",
+            "--model",
+            str(self.model_path),
+            "--n-ctx",
+            str(self.n_ctx),
+            "--threads",
+            str(self.threads),
+            "--port",
+            str(self.port),
+            "--ready-file",
+            str(ready),
+        ]
         log_fh = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=log_fh, stderr=subprocess.STDOUT

@@ -103,14 +103,20 @@ class Refiner:
         try:
             outcome = await self._round(job)
         except (CoSError, ParseError, OSError) as exc:
-            status = store.fail_job(job.id, self.worker_id, str(exc),
-                                    max_attempts=self.max_attempts)  # fmt: skip
+            status = store.fail_job(
+                job.id, self.worker_id, str(exc), max_attempts=self.max_attempts
+            )
             log.warning("refine job %s (%s) failed: %s", job.id, job.doc_id, exc)
-            return RefineOutcome(job.id, job.doc_id, job.query,
-                                 "dead" if status == "dead" else "failed", str(exc))  # fmt: skip
+            return RefineOutcome(
+                job.id, job.doc_id, job.query, "dead" if status == "dead" else "failed", str(exc)
+            )
         if outcome.status == "conflict":
-            store.fail_job(job.id, self.worker_id, "version changed during refinement",
-                           max_attempts=self.max_attempts)  # fmt: skip
+            store.fail_job(
+                job.id,
+                self.worker_id,
+                "version changed during refinement",
+                max_attempts=self.max_attempts,
+            )
         else:
             store.finish_job(job.id, self.worker_id, outcome.status, outcome.reason)
         return outcome
@@ -126,8 +132,9 @@ class Refiner:
         run = _Run(engine.llm, cfg, job.doc_id)
         source = self._source_for(doc.text, job)
         # 1. Does the source answer the query?
-        raw = await run.call(source_answer_messages(source, [job.query]),
-                             json_schema=ANSWERS_SCHEMA)  # fmt: skip
+        raw = await run.call(
+            source_answer_messages(source, [job.query]), json_schema=ANSWERS_SCHEMA
+        )
         try:
             answer = parse_answers(raw, 1)[0]
         except ParseError:
@@ -183,15 +190,22 @@ class Refiner:
                 if not now_answered
                 else f"validation dropped by {drop:.3f} > {self.epsilon}"
             )
-            return RefineOutcome(job.id, job.doc_id, job.query, "rejected", why, answer,
-                                 usage=run.usage)  # fmt: skip
+            return RefineOutcome(
+                job.id, job.doc_id, job.query, "rejected", why, answer, usage=run.usage
+            )
         # 4. Publish (compare-and-swap), then the vector.
         version = store.publish_version(
-            job.doc_id, new_text, expected_version=current.version, created_by="refine",
-            reason=f"miss: {job.query}", val_score=after.val, train_score=after.train,
-            summary_tokens=engine.count_tokens(new_text), flags=summary_flags(new_text, doc.text),
+            job.doc_id,
+            new_text,
+            expected_version=current.version,
+            created_by="refine",
+            reason=f"miss: {job.query}",
+            val_score=after.val,
+            train_score=after.train,
+            summary_tokens=engine.count_tokens(new_text),
+            flags=summary_flags(new_text, doc.text),
             config_hash=cfg.config_hash(),
-        )  # fmt: skip
+        )
         if version is None:
             return RefineOutcome(
                 job.id,
@@ -206,8 +220,16 @@ class Refiner:
         if not pinned:
             await asyncio.to_thread(self.index.sync_document, job.doc_id)
         status = "suggested" if pinned else "published"
-        return RefineOutcome(job.id, job.doc_id, job.query, status, f"version {version}",
-                             answer, version, usage=run.usage)  # fmt: skip
+        return RefineOutcome(
+            job.id,
+            job.doc_id,
+            job.query,
+            status,
+            f"version {version}",
+            answer,
+            version,
+            usage=run.usage,
+        )
 
     def _source_for(self, text: str, job: RefineJob) -> str:
         """The full source, or its best chunks when it does not fit the context."""

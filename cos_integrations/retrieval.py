@@ -152,10 +152,18 @@ class FallbackRetriever:
             index.store.not_in_source, candidates[0].doc_id, query
         ):
             # A refinement already found the source silent on this: say so, search nothing.
-            await asyncio.to_thread(index.store.record_event, "not_covered",
-                                    candidates[0].doc_id, query)  # fmt: skip
-            return RetrievalResult(query, False, [], "known not to be in the source",
-                                   candidates, usage=usage, not_covered=True)  # fmt: skip
+            await asyncio.to_thread(
+                index.store.record_event, "not_covered", candidates[0].doc_id, query
+            )
+            return RetrievalResult(
+                query,
+                False,
+                [],
+                "known not to be in the source",
+                candidates,
+                usage=usage,
+                not_covered=True,
+            )
         scoped = await asyncio.to_thread(
             index.search_chunks, query, fk, doc_ids=doc_ids, embedding=embedding
         )
@@ -178,8 +186,9 @@ class FallbackRetriever:
             query,
             context_tokens=sum(estimate_tokens(h.text) for h in items),
         )
-        result = RetrievalResult(query, False, items, reason, candidates, job_id=job_id,
-                                 usage=usage)  # fmt: skip
+        result = RetrievalResult(
+            query, False, items, reason, candidates, job_id=job_id, usage=usage
+        )
         log.info("cache miss for %r (%s); refine job %s on %s", query, reason, job_id, target)
         if self.on_miss and job_id is not None:
             self.on_miss(result)

@@ -344,13 +344,23 @@ class SummaryStore:
             version = self._next_version(tx, doc_id)
             status = "suggested" if doc.pinned else "published"
             self._insert_version(
-                tx, doc_id, version, result.summary, status=status, created_by=created_by,
-                reason=reason, config_hash=result.config_hash, text_hash=doc.content_hash,
-                val=best.val_score if best else None, train=best.train_score if best else None,
-                summary_tokens=result.summary_tokens, source_tokens=result.source_tokens,
-                usage=result.usage.model_dump(), flags=flags,
+                tx,
+                doc_id,
+                version,
+                result.summary,
+                status=status,
+                created_by=created_by,
+                reason=reason,
+                config_hash=result.config_hash,
+                text_hash=doc.content_hash,
+                val=best.val_score if best else None,
+                train=best.train_score if best else None,
+                summary_tokens=result.summary_tokens,
+                source_tokens=result.source_tokens,
+                usage=result.usage.model_dump(),
+                flags=flags,
                 result_json=result.model_dump_json(),
-            )  # fmt: skip
+            )
             # A fresh CoS run replaces the synthetic and human bank; miss questions stay.
             tx.execute("DELETE FROM questions WHERE doc_id=? AND origin!='miss'", (doc_id,))
             for q in result.questions:
@@ -396,12 +406,23 @@ class SummaryStore:
             version = self._next_version(tx, doc_id)
             suggest = bool(row["pinned"]) and created_by != "human" and not force
             self._insert_version(
-                tx, doc_id, version, text, status="suggested" if suggest else "published",
-                created_by=created_by, reason=reason, config_hash=config_hash,
-                text_hash=row["content_hash"], val=val_score, train=train_score,
-                summary_tokens=summary_tokens, source_tokens=0, usage={}, flags=flags,
+                tx,
+                doc_id,
+                version,
+                text,
+                status="suggested" if suggest else "published",
+                created_by=created_by,
+                reason=reason,
+                config_hash=config_hash,
+                text_hash=row["content_hash"],
+                val=val_score,
+                train=train_score,
+                summary_tokens=summary_tokens,
+                source_tokens=0,
+                usage={},
+                flags=flags,
                 result_json=None,
-            )  # fmt: skip
+            )
             if not suggest:
                 pinned = 1 if created_by == "human" else row["pinned"]
                 tx.execute(
@@ -478,21 +499,52 @@ class SummaryStore:
         return int(row[0]) + 1
 
     @staticmethod
-    def _insert_version(tx, doc_id, version, text, *, status, created_by, reason, config_hash,
-                        text_hash, val, train, summary_tokens, source_tokens, usage, flags,
-                        result_json) -> None:  # fmt: skip
+    def _insert_version(
+        tx,
+        doc_id,
+        version,
+        text,
+        *,
+        status,
+        created_by,
+        reason,
+        config_hash,
+        text_hash,
+        val,
+        train,
+        summary_tokens,
+        source_tokens,
+        usage,
+        flags,
+        result_json,
+    ) -> None:
         tx.execute(
             "INSERT INTO summary_versions(doc_id, version, text, status, created_by, reason,"
             " config_hash, content_hash, val_score, train_score, summary_tokens, source_tokens,"
             " calls, prompt_tokens, completion_tokens, cached_tokens, flags, result_json,"
             " created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                doc_id, version, text, status, created_by, reason, config_hash, text_hash, val,
-                train, summary_tokens, source_tokens, usage.get("calls", 0),
-                usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                usage.get("cached_tokens", 0), json.dumps(list(flags)), result_json, time.time(),
+                doc_id,
+                version,
+                text,
+                status,
+                created_by,
+                reason,
+                config_hash,
+                text_hash,
+                val,
+                train,
+                summary_tokens,
+                source_tokens,
+                usage.get("calls", 0),
+                usage.get("prompt_tokens", 0),
+                usage.get("completion_tokens", 0),
+                usage.get("cached_tokens", 0),
+                json.dumps(list(flags)),
+                result_json,
+                time.time(),
             ),
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------ questions
     def questions(self, doc_id: str) -> list[QAPair]:
@@ -634,27 +686,47 @@ class SummaryStore:
 
 def _doc(row: sqlite3.Row) -> DocumentRecord:
     return DocumentRecord(
-        doc_id=row["doc_id"], source=row["source"], title=row["title"],
-        content_hash=row["content_hash"], text=row["text"], status=row["status"],
-        error=row["error"], current_version=row["current_version"],
-        indexed_version=row["indexed_version"], indexed_hash=row["indexed_hash"],
+        doc_id=row["doc_id"],
+        source=row["source"],
+        title=row["title"],
+        content_hash=row["content_hash"],
+        text=row["text"],
+        status=row["status"],
+        error=row["error"],
+        current_version=row["current_version"],
+        indexed_version=row["indexed_version"],
+        indexed_hash=row["indexed_hash"],
         pinned=bool(row["pinned"]),
-    )  # fmt: skip
+    )
 
 
 def _version(row: sqlite3.Row) -> SummaryVersion:
     return SummaryVersion(
-        doc_id=row["doc_id"], version=row["version"], text=row["text"], status=row["status"],
-        created_by=row["created_by"], reason=row["reason"], config_hash=row["config_hash"],
-        content_hash=row["content_hash"], val_score=row["val_score"],
-        train_score=row["train_score"], summary_tokens=row["summary_tokens"],
-        source_tokens=row["source_tokens"], flags=json.loads(row["flags"]),
+        doc_id=row["doc_id"],
+        version=row["version"],
+        text=row["text"],
+        status=row["status"],
+        created_by=row["created_by"],
+        reason=row["reason"],
+        config_hash=row["config_hash"],
+        content_hash=row["content_hash"],
+        val_score=row["val_score"],
+        train_score=row["train_score"],
+        summary_tokens=row["summary_tokens"],
+        source_tokens=row["source_tokens"],
+        flags=json.loads(row["flags"]),
         created_at=row["created_at"],
-    )  # fmt: skip
+    )
 
 
 def _job(row: sqlite3.Row) -> RefineJob:
     return RefineJob(
-        id=row["id"], doc_id=row["doc_id"], query=row["query"], status=row["status"],
-        attempts=row["attempts"], worker=row["worker"], result=row["result"], error=row["error"],
-    )  # fmt: skip
+        id=row["id"],
+        doc_id=row["doc_id"],
+        query=row["query"],
+        status=row["status"],
+        attempts=row["attempts"],
+        worker=row["worker"],
+        result=row["result"],
+        error=row["error"],
+    )

@@ -156,8 +156,12 @@ class ScriptedFakeModel:
         answers = []
         for i, q in enumerate(qs, 1):
             m = QUESTION.search(q)
-            answers.append({"id": i, "answer": (known.get(m.group(1).lower()) if m else None)
-                            or "I don't know"})  # fmt: skip
+            answers.append(
+                {
+                    "id": i,
+                    "answer": (known.get(m.group(1).lower()) if m else None) or "I don't know",
+                }
+            )
         return json.dumps({"answers": answers})
 
     def _rewrite(self, messages) -> str:

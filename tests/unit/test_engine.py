@@ -368,3 +368,17 @@ def test_result_json_round_trip():
     result = ChainOfSummaries(ScriptedFakeModel(thesis_facts=1), CoSConfig.fast()).summarize(DOC)
     again = CoSResult.model_validate_json(result.model_dump_json())
     assert again == result and again.best.val_score == result.val_score
+
+
+def test_unchanged_rewrite_is_not_evaluated_again():
+    def same(messages):
+        return f"Updated Summary: {_between_summary(messages)}"
+
+    model = ScriptedFakeModel(thesis_facts=1, script={"rewrite": [same]})
+    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=2, val_questions=1)
+    result = ChainOfSummaries(model, cfg).summarize(make_document(3))
+    assert model.counts["rewrite"] == 1 and model.counts["answer"] == 1
+    unchanged = result.iterations[1]
+    assert unchanged.summary == result.iterations[0].summary and not unchanged.accepted
+    assert unchanged.val_score == result.iterations[0].val_score
+    assert result.best_iteration == 0

@@ -13,10 +13,14 @@ from cos_integrations.loaders import SourceDocument
 def docs(n=3, prefix=""):
     topics = ["lease", "rent", "garden", "parking", "heating"]
     return [
-        SourceDocument(doc_id=f"doc{i}", text=make_document(6, topic=topics[i], prefix=prefix),
-                       source=f"/data/doc{i}.txt", title=f"Doc {i}")
+        SourceDocument(
+            doc_id=f"doc{i}",
+            text=make_document(6, topic=topics[i], prefix=prefix),
+            source=f"/data/doc{i}.txt",
+            title=f"Doc {i}",
+        )
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def ingest(index, engine, documents):

