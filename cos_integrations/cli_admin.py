@@ -1,3 +1,215 @@
-"""Admin commands of the ``cos`` CLI (registered on import by :mod:`cos_integrations.cli`)."""
+"""Admin commands of the ``cos`` CLI: review, pin, history, revert, accept, reject, stats,
+export. Registered on the main app when :mod:`cos_integrations.cli` starts."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from .cli import IndexOpt, _open_index, app, console, err
+from .text import estimate_tokens
+
+export_app = typer.Typer(help="Publish summaries.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+def _doc_or_exit(idx, doc_id: str):
+    doc = idx.store.get_document(doc_id)
+    if doc is None:
+        err.print(f"[red]error:[/] no document {doc_id!r} in {idx.path}")
+        raise typer.Exit(2)
+    return doc
+
+
+@app.command()
+def review(index: IndexOpt = Path("index")) -> None:
+    """Documents with their current summary, scores, flags, suggestions and pending jobs."""
+    idx = _open_index(index)
+    pending: dict[str, int] = {}
+    for job in idx.store.jobs("pending"):
+        pending[job.doc_id] = pending.get(job.doc_id, 0) + 1
+    for doc in idx.store.documents():
+        cur = idx.store.current_summary(doc.doc_id)
+        versions = idx.store.versions(doc.doc_id)
+        suggested = [v.version for v in versions if v.status == "suggested"]
+        head = f"[bold]{doc.doc_id}[/] ({doc.status}{', pinned' if doc.pinned else ''})"
+        if cur is None:
+            console.print(f"{head}: no summary{': ' + doc.error if doc.error else ''}")
+            continue
+        val = f"{cur.val_score:.2f}" if cur.val_score is not None else "-"
+        console.print(
+            f"{head} v{cur.version} by {cur.created_by}, val F1 {val}, "
+            f"{cur.summary_tokens} tokens, {pending.get(doc.doc_id, 0)} pending jobs"
+        )
+        console.print(f"  {cur.text}")
+        for flag in cur.flags:
+            console.print(f"  [yellow]flag:[/] {flag}")
+        if suggested:
+            console.print(
+                f"  suggestions: {', '.join(f'v{v}' for v in suggested)} "
+                f"(cos accept/reject {doc.doc_id} VERSION)"
+            )
+
+
+@app.command()
+def pin(
+    doc_id: Annotated[str, typer.Argument(help="Document id (see `cos review`).")],
+    file: Annotated[Path, typer.Option("--file", "-f", help="The human summary (UTF-8 text).")],
+    index: IndexOpt = Path("index"),
+) -> None:
+    """Publish a human summary that refinement never overwrites (it only suggests)."""
+    from .guard import summary_flags
+
+    idx = _open_index(index)
+    doc = _doc_or_exit(idx, doc_id)
+    text = file.read_text(encoding="utf-8").strip()
+    if not text:
+        raise typer.BadParameter(f"{file} is empty")
+    version = idx.store.publish_version(
+        doc_id,
+        text,
+        expected_version=doc.current_version,
+        created_by="human",
+        reason=f"pinned from {file.name}",
+        summary_tokens=estimate_tokens(text),
+        flags=summary_flags(text, doc.text),
+        force=True,
+    )
+    if version is None:
+        err.print("[red]error:[/] the summary changed meanwhile; run the command again")
+        raise typer.Exit(1)
+    idx.sync_document(doc_id)
+    console.print(f"{doc_id}: pinned as v{version}")
+
+
+@app.command()
+def unpin(doc_id: str, index: IndexOpt = Path("index")) -> None:
+    """Let refinement publish new versions of this document again."""
+    idx = _open_index(index)
+    _doc_or_exit(idx, doc_id)
+    idx.store.set_pinned(doc_id, False)
+    console.print(f"{doc_id}: unpinned")
+
+
+@app.command()
+def history(doc_id: str, index: IndexOpt = Path("index")) -> None:
+    """Every summary version of a document, newest last."""
+    idx = _open_index(index)
+    doc = _doc_or_exit(idx, doc_id)
+    table = Table("version", "status", "by", "when", "val F1", "tokens", "reason", "flags")
+    for v in idx.store.versions(doc_id):
+        mark = " *" if v.version == doc.current_version else ""
+        table.add_row(
+            f"v{v.version}{mark}",
+            v.status,
+            v.created_by,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(v.created_at)),
+            f"{v.val_score:.2f}" if v.val_score is not None else "-",
+            str(v.summary_tokens),
+            v.reason[:60],
+            str(len(v.flags)),
+        )
+    console.print(table)
+    console.print("* current")
+
+
+@app.command()
+def revert(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
+    """Make an earlier version current again (and re-index it)."""
+    _set(index, doc_id, version, "reverted to")
+
+
+@app.command()
+def accept(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
+    """Accept a suggested version of a pinned document."""
+    _set(index, doc_id, version, "accepted")
+
+
+@app.command()
+def reject(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
+    """Reject a suggested version of a pinned document."""
+    idx = _open_index(index)
+    _doc_or_exit(idx, doc_id)
+    idx.store.reject_version(doc_id, version)
+    console.print(f"{doc_id}: v{version} rejected")
+
+
+def _set(index: Path, doc_id: str, version: int, verb: str) -> None:
+    idx = _open_index(index)
+    _doc_or_exit(idx, doc_id)
+    try:
+        idx.store.set_current(doc_id, version)
+    except KeyError as exc:
+        err.print(f"[red]error:[/] {exc.args[0]}")
+        raise typer.Exit(2) from exc
+    idx.sync_document(doc_id)
+    console.print(f"{doc_id}: {verb} v{version}")
+
+
+@app.command()
+def stats(index: IndexOpt = Path("index")) -> None:
+    """Hits, misses, hit rate per day, tokens saved and break-even query counts."""
+    from .stats import compute_stats
+
+    idx = _open_index(index)
+    s = compute_stats(idx.store)
+    console.print(
+        f"queries {s.queries}: hits {s.hits}, misses {s.misses}, not covered "
+        f"{s.not_covered}; hit rate {s.hit_rate:.0%}"
+    )
+    for day, (hits, total) in s.per_day.items():
+        console.print(f"  {day}: {hits}/{total} hits ({hits / total:.0%})")
+    console.print(
+        f"context tokens sent: {s.context_tokens}; sending full documents instead: "
+        f"{s.full_document_tokens}; saved {s.tokens_saved}"
+    )
+    table = Table(
+        "document", "source tokens", "summary tokens", "CoS tokens spent", "break-even queries"
+    )
+    for row in s.documents:
+        table.add_row(
+            row.doc_id,
+            str(row.source_tokens),
+            str(row.summary_tokens),
+            str(row.build_tokens),
+            "-" if row.break_even is None else f"{row.break_even:.1f}",
+        )
+    console.print(table)
+
+
+@export_app.command("llms-txt")
+def export_llms_txt(
+    title: Annotated[str, typer.Option(help="H1 title of the file.")],
+    index: IndexOpt = Path("index"),
+    description: Annotated[str | None, typer.Option(help="The blockquote summary.")] = None,
+    out: Annotated[Path, typer.Option(help="Where to write llms.txt.")] = Path("llms.txt"),
+    base_url: Annotated[
+        str | None, typer.Option(help="Prefix for document links (else the source path).")
+    ] = None,
+    per_page: Annotated[
+        Path | None, typer.Option(help="Also write one markdown file per document here.")
+    ] = None,
+) -> None:
+    """Write llms.txt (llmstxt.org) and llms-full.txt from the current summaries."""
+    from .export import Entry, render_llms_full, render_llms_txt, write_pages
+
+    idx = _open_index(index)
+    entries = []
+    for doc in idx.store.documents():
+        cur = idx.store.current_summary(doc.doc_id)
+        if cur is None:
+            continue
+        url = f"{base_url.rstrip('/')}/{doc.doc_id}" if base_url else (doc.source or doc.doc_id)
+        section = doc.doc_id.split("/", 1)[0] if "/" in doc.doc_id else "Docs"
+        entries.append(Entry(doc.title or doc.doc_id, url, cur.text, section))
+    out.write_text(render_llms_txt(title, entries, description=description or ""))
+    full = out.with_name(out.stem + "-full" + out.suffix)
+    full.write_text(render_llms_full(title, entries, description=description or ""))
+    console.print(f"wrote {out} and {full} ({len(entries)} documents)")
+    if per_page:
+        pages = write_pages(per_page, entries)
+        console.print(f"wrote {len(pages)} pages to {per_page}")

@@ -62,11 +62,17 @@ class _Run:
     usage: Usage = field(default_factory=Usage)
     warnings: list[str] = field(default_factory=list)
 
-    async def call(self, messages: list[dict[str, str]], *, json_schema: dict | None = None) -> str:
+    async def call(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
         try:
             result = await self.llm.chat(
                 messages,
-                max_tokens=self.config.max_output_tokens,
+                max_tokens=max_tokens or self.config.max_output_tokens,
                 temperature=self.config.temperature,
                 json_schema=json_schema,
             )
@@ -305,8 +311,11 @@ class ChainOfSummaries:
     async def _thesis(self, text: str, run: _Run) -> str:
         raw = ""
         for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(thesis_messages(text, words=self.config.max_summary_words))
-            summary = parse_summary(raw)
+            raw = await run.call(
+                thesis_messages(text, words=self.config.max_summary_words),
+                max_tokens=_summary_tokens(self.config),
+            )
+            summary = _complete_sentences(parse_summary(raw))
             if summary:
                 return summary
         raise CoSOutputError(
@@ -342,7 +351,11 @@ class ChainOfSummaries:
             msgs = questions_messages(
                 text, count=need - len(pairs), focus=cfg.focus, avoid=[p.question for p in pairs]
             )
-            raw = await run.call(msgs, json_schema=QUESTIONS_SCHEMA)
+            raw = await run.call(
+                msgs,
+                json_schema=QUESTIONS_SCHEMA,
+                max_tokens=min(cfg.max_output_tokens, 60 * (need - len(pairs)) + 48),
+            )
             try:
                 fresh = parse_qa_pairs(raw)
             except ParseError:
@@ -362,7 +375,11 @@ class ChainOfSummaries:
         questions = [q.question for q in bank]
         raw = ""
         for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(answer_messages(summary, questions), json_schema=ANSWERS_SCHEMA)
+            raw = await run.call(
+                answer_messages(summary, questions),
+                json_schema=ANSWERS_SCHEMA,
+                max_tokens=min(self.config.max_output_tokens, 32 * len(questions) + 48),
+            )
             try:
                 answers = parse_answers(raw, len(questions))
             except ParseError:
@@ -447,8 +464,9 @@ class ChainOfSummaries:
             result.iterations.append(record)
             raw, new = "", ""
             for _ in range(cfg.parse_retries + 1):
-                raw = await run.call(msgs)
-                new = parse_summary(raw, draft=draft)
+                # drafts need room for the thinking steps before the summary
+                raw = await run.call(msgs, max_tokens=None if draft else _summary_tokens(cfg))
+                new = _complete_sentences(parse_summary(raw, draft=draft))
                 if new:
                     break
             if not new:
@@ -561,6 +579,20 @@ class ChainOfSummaries:
         raise CoSOutputError(
             "merging section summaries returned nothing", raw_output=raw, doc_id=run.doc_id
         )
+
+
+def _summary_tokens(cfg: CoSConfig) -> int:
+    """A hard cap for summary calls: small models ignore "at most N words"."""
+    return min(cfg.max_output_tokens, int(cfg.max_summary_words * 1.6) + 40)
+
+
+def _complete_sentences(text: str) -> str:
+    """Drop a sentence cut off by the token cap (keep the text if nothing would remain)."""
+    text = text.strip()
+    if not text or text[-1] in ".!?\"')]":
+        return text
+    cut = max(text.rfind(". "), text.rfind("! "), text.rfind("? "), text.rfind(".\n"))
+    return text[: cut + 1] if cut > len(text) // 3 else text
 
 
 def _refusal(pair: QAPair) -> bool:

@@ -1,7 +1,9 @@
 """A self-describing CoS index on disk: the store, two Chroma collections and a manifest.
 
 ``DIR/manifest.json`` names the embedder and the CoS config; ``DIR/cos.sqlite`` is the
-durable store (the truth); ``DIR/chroma/`` holds two cosine-space collections:
+durable store (the truth); Chroma's own files (a ``PersistentClient`` on ``DIR``, so
+``chromadb.PersistentClient(path=DIR)`` in LlamaIndex or LangChain code opens the same
+collections) hold two cosine-space collections:
 ``cos_summaries`` (one vector per document: its current summary) and ``cos_chunks``
 (full-text chunks, each with ``doc_id``). With ``chroma_url`` the collections live in a
 Chroma server instead (``chromadb.HttpClient``); the store stays in ``DIR``.
@@ -167,7 +169,7 @@ class CoSIndex:
                 port=url.port or (443 if url.scheme == "https" else 8000),
                 ssl=url.scheme == "https",
             )
-        return chromadb.PersistentClient(path=str(self.path / "chroma"))
+        return chromadb.PersistentClient(path=str(self.path))
 
     def _write_manifest(self) -> None:
         manifest = {
@@ -178,7 +180,7 @@ class CoSIndex:
             "config": self.config.model_dump(mode="json"),
             "config_hash": self.config.config_hash(),
             "store": "cos.sqlite",
-            "chroma": {"url": self.chroma_url} if self.chroma_url else {"path": "chroma"},
+            "chroma": {"url": self.chroma_url} if self.chroma_url else {"path": "."},
             "collections": {"summaries": SUMMARIES, "chunks": CHUNKS},
             "chunk_words": self.chunk_words,
         }

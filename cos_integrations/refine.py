@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ._sync import run_sync
-from .engine import ChainOfSummaries, _Run
+from .engine import ChainOfSummaries, _complete_sentences, _Run, _summary_tokens
 from .errors import CoSError
 from .guard import summary_flags
 from .index import CoSIndex
@@ -172,7 +172,9 @@ class Refiner:
         )
         new_text = ""
         for _ in range(cfg.parse_retries + 1):
-            new_text = parse_summary(await run.call(msgs), draft=cfg.strategy == "cos-draft")
+            draft = cfg.strategy == "cos-draft"
+            raw = await run.call(msgs, max_tokens=None if draft else _summary_tokens(cfg))
+            new_text = _complete_sentences(parse_summary(raw, draft=draft))
             if new_text:
                 break
         if not new_text:

@@ -1,0 +1,104 @@
+"""The `cos` CLI on a temp index, over real HTTP to the embedded smoke model."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+DOCS = {
+    "lease.txt": "The rent is 1,150 euros per month. Rent is due on the 5th day of each month.",
+    "garden.md": "# Garden rules\n\nThe garden gate is locked at 22:00. Barbecues are allowed.",
+}
+
+
+def cos(*args, env=None, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "cos_integrations.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=900,
+    )
+
+
+@pytest.fixture
+def folder(tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    for name, text in DOCS.items():
+        (d / name).write_text(text)
+    return d
+
+
+SMALL = [
+    "--preset",
+    "fast",
+    "--strategy",
+    "zero-shot",
+    "--local-model",
+    "smoke",
+    "--embedder",
+    "hashing",
+]
+
+
+def test_help_on_every_command():
+    for command in ([], ["ingest"], ["query"], ["refine"], ["serve-local"]):
+        out = cos(*command, "--help")
+        assert out.returncode == 0 and "Usage" in out.stdout
+
+
+def test_ingest_query_and_reingest_without_model_calls(folder, tmp_path):
+    index = tmp_path / "index"
+    first = cos("ingest", str(folder), "--index", str(index), *SMALL)
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert "model: embedded smoke" in first.stdout and "summarized" in first.stdout
+    manifest = json.loads((index / "manifest.json").read_text())
+    assert manifest["embedding"]["name"] == "hashing-bow-256"
+    assert manifest["collections"] == {"summaries": "cos_summaries", "chunks": "cos_chunks"}
+    again = cos("ingest", str(folder), "--index", str(index), *SMALL)
+    assert again.returncode == 0
+    assert "2 unchanged, 0 to summarise" in again.stdout
+    assert "model:" not in again.stdout  # no model server was even started
+    hit = cos("query", "When is rent due?", "--index", str(index), "--threshold", "0.0")
+    assert hit.returncode == 0 and "HIT" in hit.stdout and "lease.txt" in hit.stdout
+    miss = cos("query", "When is rent due?", "--index", str(index), "--threshold", "0.999")
+    assert "MISS" in miss.stdout and "queued refine job" in miss.stdout
+    assert "[chunk]" in miss.stdout
+
+
+def test_bad_paths_are_reported_per_file_and_the_rest_ingested(folder, tmp_path):
+    (folder / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (folder / "empty.txt").write_text("   \n")
+    index = tmp_path / "index"
+    out = cos("ingest", str(folder), str(tmp_path / "missing"), "--index", str(index), *SMALL)
+    assert out.returncode == 1
+    assert "path does not exist" in out.stderr and "unsupported file type .png" in out.stderr
+    assert "no text" in out.stderr
+    assert out.stdout.count("summarized:") == 2
+
+
+def test_query_on_a_missing_index_is_a_clear_error(tmp_path):
+    out = cos("query", "x", "--index", str(tmp_path / "none"))
+    assert out.returncode == 2 and "not a CoS index" in out.stderr
+
+
+def test_ingest_and_query_against_a_chroma_server(folder, tmp_path, chroma_server):
+    index = tmp_path / "index"
+    out = cos("ingest", str(folder), "--index", str(index), "--chroma-url", chroma_server, *SMALL)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert not (index / "chroma.sqlite3").exists()  # vectors live in the server
+    from urllib.parse import urlparse
+
+    import chromadb
+
+    url = urlparse(chroma_server)
+    client = chromadb.HttpClient(host=url.hostname, port=url.port)
+    assert client.get_collection("cos_summaries").count() == 2
+    hit = cos("query", "garden gate", "--index", str(index), "--threshold", "0.0")
+    assert "HIT" in hit.stdout and "garden.md" in hit.stdout
