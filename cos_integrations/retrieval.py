@@ -4,8 +4,9 @@ The decision, the full-text fallback, the refine-queue entry and the hit/miss co
 here once; the LlamaIndex and LangChain retrievers wrap this and only convert types.
 
 Hit rule: the best summary's cosine similarity must clear ``threshold``; with
-``judge="llm"`` the model must also find the answer in the retrieved summaries (one call,
-whose answer is kept, so answering a hit costs nothing more).
+``judge="llm"`` the model must also find the answer in the summaries that clear it (one
+call, whose answer is kept, so answering a hit costs nothing more). A hit returns the top-k
+summaries; a miss returns the top-k source chunks, from the candidate documents first.
 
 Example:
     >>> retriever = FallbackRetriever(index, llm=llm, judge="llm")   # doctest: +SKIP
@@ -131,7 +132,8 @@ class FallbackRetriever:
             hit, reason = True, f"best similarity {best.score:.3f} >= {self.threshold}"
         if hit:
             self.hits += 1
-            items = [*relevant]
+            # the top-k summaries, best first: a hit is decided on the best, callers get k
+            items = [*candidates]
             for h in items:
                 h.metadata["cos_hit"] = True
             await asyncio.to_thread(

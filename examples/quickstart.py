@@ -28,7 +28,7 @@ from cos_integrations.runtime import open_model
 
 HERE = Path(__file__).parent
 HIT = "When is the rent due?"
-MISS = "How much does a replacement key cost?"
+MISS = "Where must bicycles be stored?"
 # Short summaries (60 words) so that a detail is left out and the cache can miss.
 CONFIG = CoSConfig.fast(max_summary_words=60)
 

@@ -222,3 +222,34 @@ def per_document_counts(model: ScriptedFakeModel) -> dict[str, Counter]:
     for task, msgs in model.calls:
         out[_between(msgs[0]["content"], "document")[:40]][task] += 1
     return out
+
+
+def langchain_fake(fake: ScriptedFakeModel | None = None):
+    """The scripted fake as a LangChain ``BaseChatModel`` (reads the prompt the same way)."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from pydantic import ConfigDict
+
+    roles = {"system": "system", "human": "user", "ai": "assistant"}
+
+    class ScriptedChatModel(BaseChatModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        fake: ScriptedFakeModel
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted-fake"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            msgs = [{"role": roles.get(m.type, "user"), "content": m.content} for m in messages]
+            text = self.fake.respond(msgs)
+            usage = {
+                "input_tokens": sum(len(m["content"]) for m in msgs) // 4,
+                "output_tokens": len(text) // 4,
+                "total_tokens": 0,
+            }
+            msg = AIMessage(content=text, usage_metadata=usage)
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    return ScriptedChatModel(fake=fake or ScriptedFakeModel())

@@ -1,0 +1,224 @@
+"""The CoS fallback retriever for LangChain: summaries on a hit, full text on a miss."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, PrivateAttr
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations._sync import run_sync
+from cos_integrations.index import CoSIndex, SearchHit
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.retrieval import FallbackRetriever, RetrievalResult
+
+from .chat_model import as_chat_model
+from .embeddings import as_embedder
+from .transformer import document_id
+
+__all__ = ["CoSFallbackRetriever"]
+
+log = logging.getLogger(__name__)
+
+
+def _to_document(hit: SearchHit, hit_flag: bool) -> Document:
+    meta = {**hit.metadata, "cos_hit": hit_flag, "cos_kind": hit.kind, "score": hit.score}
+    return Document(page_content=hit.text, metadata=meta, id=hit.id)
+
+
+class CoSFallbackRetriever(BaseRetriever):
+    """Answer from CoS summaries when they cover the query; otherwise from source chunks.
+
+    A miss returns the best full-text chunks (``metadata["cos_hit"] = False``), queues a
+    refinement job for the document, and dispatches a ``cos_cache_miss`` custom event to the
+    run's callbacks. A hit returns the top-``k`` summaries (``cos_hit = True``).
+
+    Setup:
+        .. code-block:: python
+
+            from langchain_ext import CoSFallbackRetriever, CoSLocalEmbeddings
+
+            retriever = CoSFallbackRetriever.from_persist_dir(
+                "./index", llm=chat_model, embeddings=CoSLocalEmbeddings(), k=4
+            )
+
+    Add documents (summarises new or changed ones; idempotent):
+        .. code-block:: python
+
+            retriever.add_documents(docs)        # or: await retriever.aadd_documents(docs)
+
+    Retrieve:
+        .. code-block:: python
+
+            docs = retriever.invoke("When is rent due?")          # also ainvoke, batch
+            docs = retriever.invoke("When is rent due?", k=2)
+
+    Use in a chain:
+        .. code-block:: python
+
+            chain = retriever | format_docs | prompt | chat_model
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    index_path: str
+    k: int = 4
+    threshold: float = 0.80
+    judge: Literal["score", "llm"] = "score"
+    refine_on_miss: Literal["queue", "background", "off"] = "queue"
+    chroma_url: str | None = None
+    cos_config: CoSConfig | None = None
+    concurrency: int = 2
+
+    _llm: Any = PrivateAttr(default=None)
+    _embeddings: Any = PrivateAttr(default=None)
+    _index: CoSIndex | None = PrivateAttr(default=None)
+    _background: Any = PrivateAttr(default=None)
+    _hits: int = PrivateAttr(default=0)
+    _misses: int = PrivateAttr(default=0)
+
+    def __init__(self, *, llm: Any = None, embeddings: Any = None, **data: Any) -> None:
+        super().__init__(**data)
+        if self.judge == "llm" and llm is None:
+            raise ValueError('judge="llm" needs llm=; pass a chat model or use judge="score"')
+        self._llm = llm
+        self._embeddings = embeddings
+
+    @classmethod
+    def from_persist_dir(
+        cls, path: str | Path, *, llm: Any = None, embeddings: Any = None, **kwargs: Any
+    ) -> CoSFallbackRetriever:
+        """Open (or create) the index at ``path`` (from ``cos ingest`` or ``add_documents``)."""
+        return cls(index_path=str(path), llm=llm, embeddings=embeddings, **kwargs)
+
+    @property
+    def index(self) -> CoSIndex:
+        if self._index is None:
+            self._index = CoSIndex(
+                self.index_path,
+                embedder=as_embedder(self._embeddings),
+                config=self.cos_config,
+                chroma_url=self.chroma_url,
+            )
+        return self._index
+
+    @property
+    def hits(self) -> int:
+        return self._hits
+
+    @property
+    def misses(self) -> int:
+        return self._misses
+
+    # ------------------------------------------------------------------ writing
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Sync wrapper of :meth:`aadd_documents`."""
+        return run_sync(self.aadd_documents(documents, **kwargs))
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Summarise new or changed documents and write the summary and chunk collections.
+
+        A changed document's vectors are replaced (delete, then add). Returns the ids of
+        documents now indexed; failures are logged and retried on the next call.
+        """
+        if self._llm is None:
+            raise ValueError("add_documents needs llm= to write summaries")
+        engine = ChainOfSummaries(
+            as_chat_model(self._llm, kwargs.get("config")), self.cos_config or self.index.config
+        )
+        sources = [
+            SourceDocument(
+                doc_id=document_id(d),
+                text=d.page_content,
+                source=str((d.metadata or {}).get("source", "")),
+                title=str((d.metadata or {}).get("title", "")),
+            )
+            for d in documents
+        ]
+        report = await self.index.aingest(sources, engine, concurrency=self.concurrency)
+        for doc_id, why in {**report.failed, **report.skipped}.items():
+            log.warning("not indexed: %s: %s", doc_id, why)
+        return [*report.summarized, *report.unchanged]
+
+    # ------------------------------------------------------------------ reading
+    def _core(self, run_manager: Any, k: int) -> FallbackRetriever:
+        llm = None
+        if self._llm is not None:
+            llm = as_chat_model(self._llm, {"callbacks": run_manager.get_child()})
+        on_miss = None
+        if self.refine_on_miss == "background":
+            on_miss = self._background_refiner(llm).notify
+        return FallbackRetriever(
+            self.index,
+            llm=llm,
+            k=k,
+            threshold=self.threshold,
+            judge=self.judge,
+            refine_on_miss=self.refine_on_miss,
+            on_miss=on_miss,
+        )
+
+    def _background_refiner(self, llm: Any):
+        if self._background is None:
+            from cos_integrations.refine import BackgroundRefiner, Refiner
+
+            if llm is None:
+                raise ValueError('refine_on_miss="background" needs llm=')
+            base = as_chat_model(self._llm)
+            engine = ChainOfSummaries(base, self.cos_config or self.index.config)
+            self._background = BackgroundRefiner(Refiner(self.index, engine))
+        return self._background
+
+    def _documents(self, res: RetrievalResult) -> list[Document]:
+        if res.hit:
+            self._hits += 1
+        elif res.items or res.not_covered:
+            self._misses += 1
+        return [_to_document(h, res.hit) for h in res.items]
+
+    @staticmethod
+    def _event(res: RetrievalResult) -> dict[str, Any]:
+        return {
+            "query": res.query,
+            "reason": res.reason,
+            "job_id": res.job_id,
+            "doc_ids": [h.doc_id for h in res.items],
+            "not_covered": res.not_covered,
+        }
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        k = int(kwargs.get("k", self.k))
+        res = self._core(run_manager, k).retrieve(query, k=k)
+        if not res.hit and (res.items or res.not_covered):
+            dispatch_custom_event(
+                "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
+            )
+        return self._documents(res)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        k = int(kwargs.get("k", self.k))
+        res = await self._core(run_manager, k).aretrieve(query, k=k)
+        if not res.hit and (res.items or res.not_covered):
+            await adispatch_custom_event(
+                "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
+            )
+        return self._documents(res)
+
+    def close(self) -> None:
+        """Stop the background refiner, if one runs (queued jobs stay in the store)."""
+        if self._background is not None:
+            self._background.close()
+            self._background = None

@@ -1,0 +1,1 @@
+"""LlamaIndex components for Chain of Summaries."""

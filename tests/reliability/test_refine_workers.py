@@ -1,0 +1,71 @@
+"""Several refine worker processes on one store: no job done twice, no lost version."""
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+
+from fakes import ScriptedFakeModel, make_document
+from openai_server import FakeOpenAIServer
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.loaders import SourceDocument
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from cos_integrations import ChainOfSummaries, CoSConfig, OpenAIChatModel
+    from cos_integrations.index import CoSIndex
+    from cos_integrations.refine import Refiner
+    index = CoSIndex(sys.argv[1], create=False)
+    llm = OpenAIChatModel("fake", base_url=sys.argv[2], api_key="sk-test")
+    refiner = Refiner(index, ChainOfSummaries(llm, CoSConfig.fast(iterations=0)),
+                      max_attempts=20, worker_id=sys.argv[3])
+    for o in refiner.run_once():
+        print(json.dumps({"job": o.job_id, "doc": o.doc_id, "status": o.status,
+                          "version": o.version, "worker": sys.argv[3]}), flush=True)
+    """
+)
+
+
+def test_four_workers_on_overlapping_jobs(index):
+    engine = ChainOfSummaries(ScriptedFakeModel(thesis_facts=1), CoSConfig.fast(iterations=0))
+    topics = ["lease", "garden", "parking"]
+    docs = [SourceDocument(doc_id=t, text=make_document(14, topic=t)) for t in topics]
+    asyncio.run(index.aingest(docs, engine))
+    store = index.store
+    job_ids = set()
+    for t in topics:
+        for i in range(8, 13):  # facts beyond the generated bank
+            job_ids.add(store.enqueue(t, f"What is the {t} item {i}?"))
+            job_ids.add(store.enqueue(t, f"what is the {t} item {i}"))  # duplicate: same job
+    assert len(job_ids) == 15
+    with FakeOpenAIServer(ScriptedFakeModel(thesis_facts=1)) as srv:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", WORKER, str(index.path), srv.base_url, f"w{i}"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(4)
+        ]
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+        assert all(p.returncode == 0 for p in procs)
+    outcomes = [json.loads(line) for out in outs for line in out.splitlines() if line.strip()]
+    finals = [o for o in outcomes if o["status"] in ("published", "rejected", "not_in_source")]
+    # every job ended exactly once, by one worker
+    assert Counter(o["job"] for o in finals) == Counter({j: 1 for j in job_ids})
+    assert {j.status for j in store.jobs()} <= {"published", "rejected", "not_in_source"}
+    assert all(o["status"] != "dead" for o in outcomes)
+    for t in topics:
+        versions = [v.version for v in store.versions(t)]
+        assert versions == list(range(1, len(versions) + 1))  # strictly increasing, no gap
+        published = [o for o in finals if o["doc"] == t and o["status"] == "published"]
+        assert len(versions) == 1 + len(published)  # no lost and no phantom version
+        assert store.current_summary(t).version == versions[-1]
+        vec = index.summaries.get(where={"doc_id": t}, include=["metadatas"])
+        assert len(vec["ids"]) == 1 and vec["metadatas"][0]["cos_version"] == versions[-1]
+    # the work was shared
+    assert len({o["worker"] for o in finals}) > 1

@@ -1,0 +1,189 @@
+"""LangChain components on a real Chroma index with the scripted fake model."""
+
+import pytest
+from fakes import ScriptedFakeModel, langchain_fake, make_document
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.runnables import RunnableLambda
+
+import langchain_ext
+from cos_integrations import CoSConfig
+from langchain_ext import CoSDocumentTransformer, CoSFallbackRetriever
+
+TOPICS = ["lease", "garden", "parking", "heating"]
+CFG = CoSConfig.fast(iterations=0)
+
+
+def docs(prefix=""):
+    return [
+        Document(
+            page_content=make_document(8, topic=t, prefix=prefix),
+            id=t,
+            metadata={"source": f"{t}.txt", "title": t.title(), "tags": ["a", "b"]},
+        )
+        for t in TOPICS
+    ]
+
+
+def test_all_exports():
+    assert sorted(langchain_ext.__all__) == sorted(
+        n for n in dir(langchain_ext) if not n.startswith("_") and n in langchain_ext.__all__
+    )
+    for name in langchain_ext.__all__:
+        assert getattr(langchain_ext, name).__doc__
+
+
+async def test_transformer_async_caches_and_links_sources(tmp_path):
+    fake = ScriptedFakeModel()
+    t = CoSDocumentTransformer(langchain_fake(fake), CFG, store_path=tmp_path / "cos.sqlite")
+    out = await t.atransform_documents(docs())
+    assert [d.metadata["doc_id"] for d in out] == TOPICS
+    assert out[0].metadata["source"] == "lease.txt" and out[0].metadata["cos_version"] == 1
+    assert out[0].metadata["tags"] == '["a", "b"]'  # flattened for Chroma
+    assert all(isinstance(v, (str, int, float, bool)) for d in out for v in d.metadata.values())
+    assert "lease item 0" in out[0].page_content
+    calls = len(fake.calls)
+    again = t.transform_documents(docs())
+    assert len(fake.calls) == calls and [d.page_content for d in again] == [
+        d.page_content for d in out
+    ]
+
+
+def test_transformer_skips_empty_and_keeps_others_on_failure(tmp_path):
+    class FailsOnGarden(ScriptedFakeModel):
+        def respond(self, messages, json_schema=None):
+            if "garden" in messages[0]["content"]:
+                raise RuntimeError("HTTP 500")
+            return super().respond(messages, json_schema)
+
+    t = CoSDocumentTransformer(langchain_fake(FailsOnGarden()), CFG)
+    out = t.transform_documents([*docs(), Document(page_content="  ", id="blank")])
+    assert [d.metadata["doc_id"] for d in out] == ["lease", "parking", "heating"]
+    assert t.last_report["skipped"] == {"blank": "empty page_content"}
+    assert "HTTP 500" in t.last_report["failed"]["garden"]
+
+
+def test_transformer_passes_callbacks_to_model_calls():
+    seen = []
+
+    class Spy(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized, messages, **kw):
+            seen.append(kw.get("run_id"))
+
+    t = CoSDocumentTransformer(langchain_fake(), CoSConfig(strategy="zero-shot"))
+    t.transform_documents(docs()[:2], config={"callbacks": [Spy()]})
+    assert len(seen) == 2
+
+
+@pytest.fixture
+def retriever(tmp_path):
+    emb = DeterministicFakeEmbedding(size=64)
+    r = CoSFallbackRetriever.from_persist_dir(
+        tmp_path / "ix", llm=langchain_fake(), embeddings=emb, k=2, threshold=0.0, cos_config=CFG
+    )
+    assert sorted(r.add_documents(docs())) == sorted(TOPICS)
+    return r
+
+
+def test_add_documents_is_idempotent_and_replaces_changed(retriever):
+    ix = retriever.index
+    assert ix.summaries.count() == 4
+    chunks = ix.chunks.count()
+    retriever.add_documents(docs())
+    assert ix.summaries.count() == 4 and ix.chunks.count() == chunks
+    changed = docs()
+    changed[1] = Document(
+        page_content=make_document(8, topic="garden", prefix="new "),
+        id="garden",
+        metadata={"source": "garden.txt"},
+    )
+    retriever.add_documents(changed)
+    got = ix.summaries.get(where={"doc_id": "garden"}, include=["documents", "metadatas"])
+    assert len(got["ids"]) == 1 and "new value" in got["documents"][0]
+    assert got["metadatas"][0]["cos_version"] == 2
+    assert all(
+        "new value" in d
+        for d in ix.chunks.get(where={"doc_id": "garden"}, include=["documents"])["documents"]
+    )
+
+
+def test_hit_returns_k_summaries_and_k_from_invoke(retriever):
+    out = retriever.invoke("What is the garden item 1?")
+    assert len(out) == 2 and all(d.metadata["cos_hit"] is True for d in out)
+    assert all(d.metadata["cos_kind"] == "summary" for d in out)
+    assert len(retriever.invoke("What is the garden item 1?", k=3)) == 3
+    assert len({d.id for d in retriever.invoke("x", k=4)}) == 4
+    assert retriever.hits == 3
+
+
+def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
+    retriever.threshold = 1.01
+    events = []
+
+    class Spy(BaseCallbackHandler):
+        def on_custom_event(self, name, data, **kw):
+            events.append((name, data))
+
+    out = retriever.invoke("What is the garden item 7?", config={"callbacks": [Spy()]})
+    assert out and all(
+        d.metadata["cos_hit"] is False and d.metadata["cos_kind"] == "chunk" for d in out
+    )
+    assert len(out) == 2
+    ((name, data),) = events
+    assert name == "cos_cache_miss" and data["job_id"] is not None
+    assert [j.status for j in retriever.index.store.jobs()] == ["pending"]
+    assert retriever.misses == 1
+
+
+async def test_async_paths_and_stream_events(retriever):
+    retriever.threshold = 1.01
+    out = await retriever.ainvoke("What is the lease item 6?", k=3)
+    assert len(out) == 3 and out[0].metadata["cos_hit"] is False
+    names = [
+        e["name"]
+        async for e in retriever.astream_events("What is the lease item 6?", version="v2")
+        if e["event"] == "on_custom_event"
+    ]
+    assert names == ["cos_cache_miss"]
+    batch = await retriever.abatch(["a", "b"])
+    assert len(batch) == 2
+
+
+def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
+    starts = []
+
+    class Spy(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None, **kw):
+            starts.append(parent_run_id)
+
+    judged = CoSFallbackRetriever.from_persist_dir(
+        retriever.index_path,
+        llm=langchain_fake(),
+        embeddings=DeterministicFakeEmbedding(size=64),
+        k=2,
+        threshold=0.0,
+        judge="llm",
+    )
+    hit = judged.invoke("What is the garden item 0?", config={"callbacks": [Spy()]})
+    assert hit[0].metadata["cos_hit"] is True
+    assert starts and all(p is not None for p in starts)  # a child of the retriever run
+    miss = judged.invoke("What is the garden item 7?")
+    assert miss[0].metadata["cos_hit"] is False
+
+
+def test_empty_index_returns_nothing(tmp_path):
+    r = CoSFallbackRetriever.from_persist_dir(
+        tmp_path / "empty", embeddings=DeterministicFakeEmbedding(size=8)
+    )
+    assert r.invoke("anything") == []
+
+
+def test_lcel_chain(retriever):
+    chain = retriever | RunnableLambda(lambda ds: "\n".join(d.page_content for d in ds))
+    assert "item" in chain.invoke("What is the parking item 1?")
+
+
+def test_judge_llm_requires_a_model(tmp_path):
+    with pytest.raises(ValueError, match="needs llm"):
+        CoSFallbackRetriever(index_path=str(tmp_path), judge="llm")
