@@ -161,8 +161,8 @@ def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
         retriever.index_path,
         llm=langchain_fake(),
         embeddings=DeterministicFakeEmbedding(size=64),
-        k=2,
-        threshold=0.0,
+        k=4,
+        threshold=-1.0,  # random fake vectors: cosines can be negative
         judge="llm",
     )
     hit = judged.invoke("What is the garden item 0?", config={"callbacks": [Spy()]})
