@@ -211,12 +211,15 @@ class CoSIndex:
                     ids=[f"{doc_id}::chunk::{start + i}" for i in range(len(batch))],
                     embeddings=self.embedder.embed_documents(batch),
                     documents=batch,
-                    metadatas=[{**base, "chunk": start + i} for i in range(len(batch))],
+                    metadatas=[
+                        {**base, "cos_kind": "chunk", "chunk": start + i} for i in range(len(batch))
+                    ],
                 )
         self.summaries.delete(where={"doc_id": doc_id})
         if current is not None:
             meta = {
                 **base,
+                "cos_kind": "summary",
                 "cos_version": current.version,
                 "summary_tokens": current.summary_tokens,
                 "source_tokens": current.source_tokens,
@@ -329,16 +332,16 @@ class CoSIndex:
     def search_summaries(
         self, query: str, k: int = 4, *, embedding: list[float] | None = None
     ) -> list[SearchHit]:
-        """Top-``k`` summaries by cosine similarity (at most one per document)."""
-        n = self.summaries.count()
-        if n == 0 or k <= 0:
+        """Top-``k`` summaries by cosine similarity (one per document).
+
+        Entries marked ``cos_kind="chunk"`` (a LlamaIndex pipeline with ``emit="both"``
+        writes chunks into the same collection) are excluded.
+        """
+        if self.summaries.count() == 0 or k <= 0:
             return []
-        res = self.summaries.query(
-            query_embeddings=[embedding or self.embedder.embed_query(query)],
-            n_results=min(k, n),
-            include=["documents", "metadatas", "distances"],
-        )
-        return self._hits(res, "summary")
+        emb = embedding or self.embedder.embed_query(query)
+        hits = self._query(self.summaries, emb, k, {"cos_kind": {"$ne": "chunk"}}, "summary")
+        return hits
 
     def search_chunks(
         self,
@@ -349,17 +352,29 @@ class CoSIndex:
         embedding: list[float] | None = None,
     ) -> list[SearchHit]:
         """Top-``k`` source chunks, optionally restricted to ``doc_ids``."""
-        n = self.chunks.count()
-        if n == 0 or k <= 0:
+        if k <= 0:
             return []
-        where = None
+        emb = embedding or self.embedder.embed_query(query)
+        scope: dict | None = None
         if doc_ids:
             ids = list(dict.fromkeys(doc_ids))
-            where = {"doc_id": ids[0]} if len(ids) == 1 else {"doc_id": {"$in": ids}}
-        res = self.chunks.query(
-            query_embeddings=[embedding or self.embedder.embed_query(query)],
+            scope = {"doc_id": ids[0]} if len(ids) == 1 else {"doc_id": {"$in": ids}}
+        hits = self._query(self.chunks, emb, k, scope, "chunk")
+        if len(hits) < k:  # chunks written next to the summaries by a LlamaIndex pipeline
+            kind = {"cos_kind": "chunk"}
+            where = {"$and": [kind, scope]} if scope else kind
+            hits += self._query(self.summaries, emb, k, where, "chunk")
+            hits = sorted(hits, key=lambda h: -h.score)[:k]
+        return hits
+
+    def _query(self, collection, emb, k: int, where: dict | None, kind: str) -> list[SearchHit]:
+        n = collection.count()
+        if n == 0:
+            return []
+        res = collection.query(
+            query_embeddings=[emb],
             n_results=min(k, n),
             where=where,
             include=["documents", "metadatas", "distances"],
         )
-        return self._hits(res, "chunk")
+        return self._hits(res, kind)

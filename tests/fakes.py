@@ -253,3 +253,85 @@ def langchain_fake(fake: ScriptedFakeModel | None = None):
             return ChatResult(generations=[ChatGeneration(message=msg)])
 
     return ScriptedChatModel(fake=fake or ScriptedFakeModel())
+
+
+def llamaindex_fake(fake: ScriptedFakeModel | None = None):
+    """The scripted fake as a LlamaIndex ``CustomLLM`` (chat keeps the message roles)."""
+    from llama_index.core.base.llms.types import (
+        ChatMessage,
+        ChatResponse,
+        CompletionResponse,
+        LLMMetadata,
+        MessageRole,
+    )
+    from llama_index.core.llms import CustomLLM
+    from pydantic import PrivateAttr
+
+    class ScriptedLLM(CustomLLM):
+        _fake: ScriptedFakeModel = PrivateAttr()
+
+        def __init__(self, fake):
+            super().__init__()
+            self._fake = fake
+
+        @property
+        def fake(self):
+            return self._fake
+
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(is_chat_model=True, model_name="scripted-fake")
+
+        def _respond(self, messages):
+            msgs = [{"role": m.role.value, "content": m.content or ""} for m in messages]
+            text = self._fake.respond(msgs)
+            raw = {
+                "usage": {
+                    "prompt_tokens": sum(len(m["content"]) for m in msgs) // 4,
+                    "completion_tokens": len(text) // 4,
+                }
+            }
+            return ChatResponse(
+                message=ChatMessage(role=MessageRole.ASSISTANT, content=text), raw=raw
+            )
+
+        def chat(self, messages, **kwargs):
+            return self._respond(messages)
+
+        async def achat(self, messages, **kwargs):
+            return self._respond(messages)
+
+        def complete(self, prompt, formatted=False, **kwargs):
+            text = self._respond([ChatMessage(role=MessageRole.USER, content=prompt)]).message
+            return CompletionResponse(text=text.content or "")
+
+        def stream_complete(self, prompt, formatted=False, **kwargs):
+            yield self.complete(prompt)
+
+    return ScriptedLLM(fake or ScriptedFakeModel())
+
+
+def llamaindex_hash_embedding(dim: int = 256):
+    """A deterministic lexical LlamaIndex embedding (the core HashingEmbedder)."""
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from pydantic import PrivateAttr
+
+    from cos_integrations.embeddings import HashingEmbedder
+
+    class HashEmbedding(BaseEmbedding):
+        _impl: HashingEmbedder = PrivateAttr()
+
+        def __init__(self):
+            super().__init__(model_name=f"hashing-bow-{dim}")
+            self._impl = HashingEmbedder(dim)
+
+        def _get_query_embedding(self, query):
+            return self._impl.embed_query(query)
+
+        async def _aget_query_embedding(self, query):
+            return self._impl.embed_query(query)
+
+        def _get_text_embedding(self, text):
+            return self._impl.embed_query(text)
+
+    return HashEmbedding()

