@@ -4,12 +4,13 @@ Example:
     >>> from langchain_ext import CoSDocumentTransformer, CoSFallbackRetriever
 """
 
-from .chat_model import LangChainChatModel, as_chat_model
+from .chat_model import CoSChatModel, LangChainChatModel, as_chat_model
 from .embeddings import CoreEmbedder, CoSLocalEmbeddings, as_embedder
 from .retriever import CoSFallbackRetriever
 from .transformer import CoSDocumentTransformer, document_id
 
 __all__ = [
+    "CoSChatModel",
     "CoSDocumentTransformer",
     "CoSFallbackRetriever",
     "CoSLocalEmbeddings",

@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from cos_integrations.model import ChatResult
 from cos_integrations.usage import Usage
 
-__all__ = ["LangChainChatModel", "as_chat_model"]
+__all__ = ["CoSChatModel", "LangChainChatModel", "as_chat_model"]
 
 
 def _to_lc(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:
@@ -66,8 +66,57 @@ class LangChainChatModel:
 
 def as_chat_model(llm: Any, config: RunnableConfig | None = None):
     """A core ChatModel from a LangChain chat model (or a core model, returned as is)."""
+    if isinstance(llm, CoSChatModel) and config is None:
+        return llm.model  # no need to go through LangChain and back
     if isinstance(llm, BaseChatModel):
         return LangChainChatModel(llm, config)
     if hasattr(llm, "chat"):
         return llm
     raise TypeError(f"expected a LangChain BaseChatModel or a ChatModel, got {type(llm).__name__}")
+
+
+class CoSChatModel(BaseChatModel):
+    """A core :class:`~cos_integrations.ChatModel` (e.g. the embedded local model) as a
+    LangChain chat model, for LCEL chains without another provider package.
+
+    Example:
+        >>> from cos_integrations.local import LocalModelServer       # doctest: +SKIP
+        >>> with LocalModelServer() as server:                        # doctest: +SKIP
+        ...     chat = CoSChatModel(model=server.chat_model())
+        ...     chat.invoke("Say hi")
+    """
+
+    model: Any
+    max_tokens: int | None = 512
+
+    @property
+    def _llm_type(self) -> str:
+        return "cos-chat-model"
+
+    @staticmethod
+    def _messages(messages: list[BaseMessage]) -> list[dict[str, str]]:
+        roles = {"system": "system", "ai": "assistant"}
+        return [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in messages]
+
+    def _result(self, res: ChatResult):
+        from langchain_core.outputs import ChatGeneration
+        from langchain_core.outputs import ChatResult as LCResult
+
+        usage = {
+            "input_tokens": res.usage.prompt_tokens,
+            "output_tokens": res.usage.completion_tokens,
+            "total_tokens": res.usage.prompt_tokens + res.usage.completion_tokens,
+        }
+        msg = AIMessage(content=res.text, usage_metadata=usage)
+        return LCResult(generations=[ChatGeneration(message=msg)])
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        from cos_integrations._sync import run_sync
+
+        res = run_sync(self.model.chat(self._messages(messages), max_tokens=self.max_tokens))
+        return self._result(res)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        return self._result(
+            await self.model.chat(self._messages(messages), max_tokens=self.max_tokens)
+        )
