@@ -175,7 +175,11 @@ class ChainOfSummaries:
             for q in (questions or [])
         ]
         run = _Run(self.llm, self.config, doc_id)
-        result = await self._dispatch(text, run, human)
+        try:
+            result = await self._dispatch(text, run, human)
+        except Exception as exc:
+            exc.usage = run.usage  # type: ignore[attr-defined]  # what the failed run cost
+            raise
         result.doc_id = doc_id
         result.usage = run.usage
         result.warnings = run.warnings + result.warnings

@@ -37,6 +37,7 @@ from .engine import ChainOfSummaries
 from .loaders import SourceDocument
 from .result import CoSResult
 from .store import SummaryStore, content_hash
+from .usage import Usage
 
 __all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata"]
 
@@ -70,6 +71,7 @@ class IngestReport:
     skipped: dict[str, str] = field(default_factory=dict)
     repaired: list[str] = field(default_factory=list)
     results: dict[str, CoSResult] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)  # every model call of this run, failed ones too
 
     @property
     def ok(self) -> bool:
@@ -292,6 +294,8 @@ class CoSIndex:
                 if not isinstance(outcome, Exception):
                     return  # cancellation: nothing to record
                 report.failed[doc.doc_id] = f"{type(outcome).__name__}: {outcome}"
+                if isinstance(getattr(outcome, "usage", None), Usage):
+                    report.usage.add(outcome.usage)
                 self.store.mark_failed(doc.doc_id, report.failed[doc.doc_id])
                 state = "failed"
             else:
@@ -299,6 +303,7 @@ class CoSIndex:
                 self.sync_document(doc.doc_id)
                 report.summarized.append(doc.doc_id)
                 report.results[doc.doc_id] = outcome
+                report.usage.add(outcome.usage)
                 state = "summarized"
             if on_progress:
                 on_progress(doc.doc_id, state)

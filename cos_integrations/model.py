@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -200,6 +201,9 @@ class OpenAIChatModel:
                 last_status, last_error = None, f"timed out after {self.timeout}s"
             except openai.APIConnectionError as exc:
                 last_status, last_error = None, f"connection error: {type(exc.__cause__).__name__}"
+            except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+                # a truncated or garbled body from a flaky server or proxy: ask again
+                last_status, last_error = None, f"malformed response: {type(exc).__name__}"
             if attempts <= self.max_retries:
                 delay = self._delay(attempts - 1, retry_after)
                 log.info("%s: %s; retry %d in %.1fs", self.name, last_error, attempts, delay)

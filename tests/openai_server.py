@@ -17,11 +17,29 @@ from fakes import ScriptedFakeModel
 
 
 class FakeOpenAIServer:
+    KINDS = ("429", "500", "503", "reset", "timeout", "truncated", "empty", "prose")
+
     def __init__(
-        self, model: ScriptedFakeModel | None = None, *, faults=None, cached_style: str = "openai"
+        self,
+        model: ScriptedFakeModel | None = None,
+        *,
+        faults=None,
+        cached_style: str = "openai",
+        fault_rate: float = 0.0,
+        fault_kinds: tuple[str, ...] = KINDS,
+        seed: int = 0,
+        timeout_sleep: float = 1.0,
     ) -> None:
+        import random
+
         self.model = model or ScriptedFakeModel()
         self.faults = list(faults or [])
+        self.fault_rate = fault_rate
+        self.fault_kinds = fault_kinds
+        self.rng = random.Random(seed)
+        self.timeout_sleep = timeout_sleep
+        self.injected: list[str] = []
+        self.completed = 0
         self.cached_style = cached_style  # "openai" (prompt_tokens_details) or "llamacpp"
         self.requests: list[dict] = []
         self.headers: list[dict] = []
@@ -42,6 +60,40 @@ class FakeOpenAIServer:
                     server.requests.append(body)
                     server.headers.append(dict(self.headers))
                     fault = server.faults.pop(0) if server.faults else None
+                    if (
+                        fault is None
+                        and server.fault_rate
+                        and (server.rng.random() < server.fault_rate)
+                    ):
+                        kind = server.rng.choice(server.fault_kinds)
+                        server.injected.append(kind)
+                        fault = {"kind": kind}
+                kind = (fault or {}).get("kind")
+                if kind in ("429", "500", "503"):
+                    extra = {"Retry-After": "0"} if kind == "429" else {}
+                    self._send(int(kind), {"error": {"message": "injected"}}, extra)
+                    return
+                if kind == "reset":
+                    import socket
+                    import struct
+
+                    # RST instead of FIN: the client sees a connection reset
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    self.connection.close()
+                    return
+                if kind == "timeout":
+                    time.sleep(server.timeout_sleep)
+                    return
+                if kind == "truncated":
+                    data = b'{"id": "x", "choices": [{"message": {"content": "The'
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if fault:
                     if fault.get("sleep"):
                         time.sleep(fault["sleep"])
@@ -56,6 +108,12 @@ class FakeOpenAIServer:
                         return
                 schema = (body.get("response_format") or {}).get("json_schema")
                 text = server.model.respond(body["messages"], schema)
+                if kind == "empty":
+                    text = ""
+                elif kind == "prose":
+                    text = "Sure! I would be happy to help with that document."
+                with server._lock:
+                    server.completed += 1  # a 200 with a full body: the client pays for it
                 usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
                 reply = {
                     "id": "chatcmpl-test",

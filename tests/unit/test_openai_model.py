@@ -124,3 +124,9 @@ async def test_one_client_per_event_loop_and_concurrent_calls():
         # a sync call from another loop (a helper thread) must not reuse this loop's client
         cos = ChainOfSummaries(model, CoSConfig(strategy="zero-shot"))
         assert cos.summarize(make_document(3)).summary
+
+
+def test_truncated_json_body_is_retried():
+    with FakeOpenAIServer(faults=[{"kind": "truncated"}, {"kind": "reset"}]) as srv:
+        res = chat(fast_model(srv.base_url))
+    assert res.text and len(srv.requests) == 3
