@@ -41,6 +41,16 @@ from .usage import Usage
 
 __all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata"]
 
+
+def _kill_point(name: str) -> None:
+    """Fault injection for the crash-and-resume suite: SIGKILL this process at ``name``
+    when ``COS_FAULT_KILL_AT`` names it. A no-op otherwise."""
+    if os.environ.get("COS_FAULT_KILL_AT") == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 log = logging.getLogger(__name__)
 
 SUMMARIES = "cos_summaries"
@@ -208,6 +218,8 @@ class CoSIndex:
             chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
             self.chunks.delete(where={"doc_id": doc_id})
             for start in range(0, len(chunks), 256):
+                if start:
+                    _kill_point("during_chunk_write")
                 batch = chunks[start : start + 256]
                 self.chunks.add(
                     ids=[f"{doc_id}::chunk::{start + i}" for i in range(len(batch))],
@@ -217,6 +229,8 @@ class CoSIndex:
                         {**base, "cos_kind": "chunk", "chunk": start + i} for i in range(len(batch))
                     ],
                 )
+                if len(chunks) <= 256:
+                    _kill_point("during_chunk_write")
         self.summaries.delete(where={"doc_id": doc_id})
         if current is not None:
             meta = {
@@ -300,6 +314,7 @@ class CoSIndex:
                 state = "failed"
             else:
                 self.store.save_result(doc.doc_id, outcome)
+                _kill_point("after_store_commit")
                 self.sync_document(doc.doc_id)
                 report.summarized.append(doc.doc_id)
                 report.results[doc.doc_id] = outcome
