@@ -16,7 +16,43 @@ import string
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["normalize_answer", "squad_f1", "exact_match", "rouge_l", "is_unanswered"]
+__all__ = [
+    "normalize_answer",
+    "squad_f1",
+    "exact_match",
+    "rouge_l",
+    "is_unanswered",
+    "is_grounded",
+]
+
+_STOP = {
+    "in",
+    "on",
+    "at",
+    "of",
+    "to",
+    "for",
+    "by",
+    "with",
+    "from",
+    "and",
+    "or",
+    "is",
+    "are",
+    "be",
+    "it",
+    "its",
+    "this",
+    "that",
+    "there",
+    "their",
+    "they",
+    "which",
+    "who",
+    "as",
+    "per",
+    "each",
+}
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—", "´"}
@@ -53,6 +89,22 @@ def is_unanswered(answer: str | None) -> bool:
     if norm in _UNANSWERED:
         return True
     return norm.startswith(("i don t know", "i do not know", "not in summary", "not mentioned"))
+
+
+def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> bool:
+    """True when the answer's content words occur in ``context``: every number, and at
+    least ``min_share`` of the other words. Small models answer from unrelated text with
+    confidence; an answer that is not in what it was drawn from is not a cache hit."""
+    if answer is None or is_unanswered(answer):
+        return False
+    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
+    if not words:
+        return True
+    have = set(normalize_answer(context).split())
+    numbers = [w for w in words if any(c.isdigit() for c in w)]
+    if any(n not in have for n in numbers):
+        return False
+    return sum(w in have for w in words) / len(words) >= min_share
 
 
 def _aliases(gold: str | Iterable[str]) -> list[str]:

@@ -31,7 +31,7 @@ from .engine import ChainOfSummaries, _complete_sentences, _Run, _summary_tokens
 from .errors import CoSError
 from .guard import summary_flags
 from .index import CoSIndex
-from .metrics import is_unanswered
+from .metrics import is_grounded, is_unanswered
 from .prompts import ANSWERS_SCHEMA, rewrite_messages, source_answer_messages
 from .questions import ParseError, QAPair, parse_answers, parse_summary
 from .store import RefineJob
@@ -139,7 +139,7 @@ class Refiner:
             answer = parse_answers(raw, 1)[0]
         except ParseError:
             answer = raw.strip() or None
-        if is_unanswered(answer):
+        if is_unanswered(answer) or not is_grounded(answer, source):
             return RefineOutcome(
                 job.id,
                 job.doc_id,

@@ -24,7 +24,7 @@ from typing import Literal
 
 from ._sync import run_sync
 from .index import CoSIndex, SearchHit
-from .metrics import is_unanswered
+from .metrics import is_grounded, is_unanswered
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
 from .questions import ParseError, parse_answers
@@ -61,7 +61,8 @@ class RetrievalResult:
 async def answer_from(
     llm: ChatModel, query: str, items: list[SearchHit], *, max_tokens: int = 128
 ) -> tuple[str | None, Usage]:
-    """One call: answer ``query`` from the texts of ``items`` (``None`` if not answerable)."""
+    """One call: answer ``query`` from the texts of ``items``; ``None`` when the model does
+    not know or gives an answer that is not in those texts (see :func:`is_grounded`)."""
     content = "\n\n".join(f"[{h.metadata.get('title') or h.doc_id}]\n{h.text}" for h in items)
     res = await llm.chat(
         answer_messages(content, [query]), max_tokens=max_tokens, json_schema=ANSWERS_SCHEMA
@@ -70,7 +71,11 @@ async def answer_from(
         answer = parse_answers(res.text, 1)[0]
     except ParseError:
         answer = res.text.strip() or None
-    return (None if is_unanswered(answer) else answer), res.usage
+    if not is_grounded(answer, content):
+        if answer and not is_unanswered(answer):
+            log.info("answer %r to %r is not in the retrieved text: not a hit", answer, query)
+        return None, res.usage
+    return answer, res.usage
 
 
 class FallbackRetriever:

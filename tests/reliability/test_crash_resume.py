@@ -1,8 +1,8 @@
 """`cos ingest` killed with SIGKILL at three points; a re-run repairs and resumes."""
 
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys

@@ -4,6 +4,7 @@ import pytest
 
 from cos_integrations.metrics import (
     exact_match,
+    is_grounded,
     is_unanswered,
     normalize_answer,
     rouge_l,
@@ -53,3 +54,14 @@ def test_rouge_l_hand_computed():
     assert rouge_l("police killed the gunman", "police kill the gunman") == pytest.approx(2 / 3)
     assert rouge_l("x", ["y", "x"]) == 1.0
     assert rouge_l("", "x") == 0.0
+
+
+def test_grounding_rejects_answers_not_in_the_context():
+    context = "Bicycles must be stored in the shared bicycle room in the basement."
+    assert is_grounded("in the shared bicycle room", context)
+    assert is_grounded("the basement", context)
+    assert not is_grounded("in the garage", context)  # seen from a 1.5B model on unrelated text
+    assert not is_grounded("I don't know", context)
+    assert not is_grounded(None, context)
+    assert is_grounded("1,150 euros", "The rent is 1,150 euros.")
+    assert not is_grounded("1,250 euros", "The rent is 1,150 euros.")
