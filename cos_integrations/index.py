@@ -34,6 +34,7 @@ from .chunking import chunk_text
 from .config import CoSConfig
 from .embeddings import Embedder
 from .engine import ChainOfSummaries
+from .guard import summary_flags
 from .loaders import SourceDocument
 from .result import CoSResult
 from .store import SummaryStore, content_hash
@@ -313,7 +314,8 @@ class CoSIndex:
                 self.store.mark_failed(doc.doc_id, report.failed[doc.doc_id])
                 state = "failed"
             else:
-                self.store.save_result(doc.doc_id, outcome)
+                flags = summary_flags(outcome.summary, doc.text)
+                self.store.save_result(doc.doc_id, outcome, flags=flags)
                 _kill_point("after_store_commit")
                 self.sync_document(doc.doc_id)
                 report.summarized.append(doc.doc_id)

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import random
+import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -188,7 +189,7 @@ class OpenAIChatModel:
                 return _to_result(resp)
             except openai.APIStatusError as exc:
                 last_status = exc.status_code
-                last_error = _short(exc)
+                last_error = _short(exc, self.__api_key)
                 if exc.status_code == 400 and "response_format" in kwargs:
                     log.warning("%s rejected structured output; continuing without", self.name)
                     self.structured_output = False
@@ -213,11 +214,22 @@ class OpenAIChatModel:
         )
 
 
-def _short(exc: openai.APIStatusError) -> str:
-    # The SDK's message may echo the request; keep the status and the server's own words.
+_KEYLIKE = re.compile(r"\b(?:sk|pk|rk|key|api[_-]?key)[-_][A-Za-z0-9_\-*.]{6,}", re.I)
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """Remove an API key (and anything key-shaped) from text bound for logs or errors."""
+    if secret:
+        text = text.replace(secret, "***")
+    return _KEYLIKE.sub("***", text)
+
+
+def _short(exc: openai.APIStatusError, secret: str) -> str:
+    # Keep the status and the server's own words, minus anything that looks like a key
+    # (OpenAI's 401 echoes part of the key it was sent).
     body = exc.body if isinstance(exc.body, dict) else {}
     detail = body.get("message") or (body.get("error") or {}).get("message") if body else None
-    return f"HTTP {exc.status_code}" + (f": {str(detail)[:200]}" if detail else "")
+    return f"HTTP {exc.status_code}" + (f": {redact(str(detail), secret)[:200]}" if detail else "")
 
 
 def _to_result(resp: Any) -> ChatResult:
