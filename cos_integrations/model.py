@@ -35,6 +35,26 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
+class _Secret:
+    """Holds an API key; prints as ``***`` in reprs, logs, ``vars()`` and tracebacks."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # never pickled into a cache or a worker process
+        raise TypeError("an API key is not picklable")
+
+
 @dataclass
 class ChatResult:
     """One model reply: its text and what it cost."""
@@ -114,7 +134,7 @@ class OpenAIChatModel:
         seed: int | None = None,
     ) -> None:
         self.model, self.base_url, key = resolve_openai_settings(model, base_url, api_key)
-        self.__api_key = key
+        self._api_key = _Secret(key)
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
@@ -139,7 +159,7 @@ class OpenAIChatModel:
         client = self._clients.get(loop)
         if client is None:
             client = openai.AsyncOpenAI(
-                api_key=self.__api_key,
+                api_key=self._api_key.get(),
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=0,  # we retry ourselves, with logging and a typed final error
@@ -189,7 +209,7 @@ class OpenAIChatModel:
                 return _to_result(resp)
             except openai.APIStatusError as exc:
                 last_status = exc.status_code
-                last_error = _short(exc, self.__api_key)
+                last_error = _short(exc, self._api_key.get())
                 if exc.status_code == 400 and "response_format" in kwargs:
                     log.warning("%s rejected structured output; continuing without", self.name)
                     self.structured_output = False
