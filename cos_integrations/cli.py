@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Annotated
@@ -348,11 +349,15 @@ def serve_local(
     """Serve the embedded model on 127.0.0.1 (OpenAI-compatible) until Ctrl-C."""
     from .local import LocalModelError, LocalModelServer
 
-    server = LocalModelServer(local_model, n_ctx=n_ctx, port=port)
+    server = LocalModelServer(local_model, n_ctx=n_ctx, port=port, shared=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         with server:
             console.print(f"serving {server.label} at {server.base_url}  (log: {server.log_path})")
-            console.print(f"use it with: COS_BASE_URL={server.base_url} cos ...")
+            console.print(
+                f"other cos commands on this machine reuse it; other tools: "
+                f"COS_BASE_URL={server.base_url}"
+            )
             try:
                 while server._proc and server._proc.poll() is None:
                     time.sleep(1)
@@ -366,7 +371,7 @@ def serve_local(
 def main() -> None:
     """Entry point of the ``cos`` script."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # Chroma: never phone home
-    from . import cli_admin  # noqa: F401 - registers the admin commands
+    from . import cli_admin, cli_eval  # noqa: F401 - register their commands
 
     app()
 

@@ -217,6 +217,18 @@ def _write_marker(marker: Path, target: Path, sha: str) -> None:
         pass
 
 
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class LocalModelServer:
     """Serve a local GGUF model on 127.0.0.1 with llama.cpp's OpenAI-compatible server.
 
@@ -235,6 +247,8 @@ class LocalModelServer:
         port: int = 0,
         startup_timeout: float = 300.0,
         log_path: str | os.PathLike | None = None,
+        shared: bool = False,
+        reuse: bool = True,
     ) -> None:
         self.model = str(model or os.environ.get("COS_LOCAL_MODEL") or "default")
         self.n_ctx = n_ctx
@@ -242,6 +256,9 @@ class LocalModelServer:
         self.port = port
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None
+        self.shared = shared  # publish this server for other processes (cos serve-local)
+        self.reuse = reuse  # attach to a shared server of the same model if one runs
+        self.reused = False
         self.model_path: Path | None = None
         self.address: str | None = None
         self._proc: subprocess.Popen | None = None
@@ -259,13 +276,52 @@ class LocalModelServer:
 
     @property
     def pid(self) -> int | None:
+        """The server's process id when this object started it (``None`` when reused)."""
         return self._proc.pid if self._proc else None
 
+    def _state_file(self) -> Path:
+        assert self.model_path is not None
+        tag = hashlib.sha256(str(self.model_path.resolve()).encode()).hexdigest()[:16]
+        return cache_dir() / "servers" / f"{tag}.json"
+
+    def running_shared(self) -> dict | None:
+        """The shared server of this model that another process published, if healthy."""
+        path = self._state_file()
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        alive = _pid_alive(int(state.get("pid", 0)))
+        if alive:
+            try:
+                with urllib.request.urlopen(f"{state['address']}/health", timeout=5) as r:
+                    if r.status == 200:
+                        return state
+            except (urllib.error.URLError, OSError, KeyError):
+                pass
+        if not alive:
+            path.unlink(missing_ok=True)  # its owner died: a stale record
+        return None
+
     def start(self) -> LocalModelServer:
-        """Assemble the model if needed, start the server and wait until it is healthy."""
-        if self._proc is not None:
+        """Assemble the model if needed, start the server and wait until it is healthy.
+
+        If ``cos serve-local`` already serves this model, that server is reused (and left
+        running at :meth:`stop`). A second shared server for one model is refused.
+        """
+        if self._proc is not None or self.reused:
             return self
         self.model_path = resolve_model_path(self.model)
+        running = self.running_shared()
+        if running and self.shared:
+            raise LocalModelError(
+                f"local model {self.label} is already served at {running['address']} "
+                f"(pid {running['pid']}); use COS_BASE_URL={running['address']}/v1 or stop it"
+            )
+        if running and self.reuse:
+            self.address, self.reused = running["address"], True
+            log.info("reusing the shared %s server at %s", self.label, self.address)
+            return self
         logs = cache_dir() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         if self.log_path is None:
@@ -298,6 +354,19 @@ class LocalModelServer:
             self.stop()
             raise
         log.info("local model %s serving at %s (log %s)", self.label, self.base_url, self.log_path)
+        if self.shared:
+            state = {
+                "pid": self._proc.pid,
+                "owner": os.getpid(),
+                "address": self.address,
+                "model": self.model,
+                "model_path": str(self.model_path),
+            }
+            path = self._state_file()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state))
+            os.replace(tmp, path)
         return self
 
     def _fail(self, why: str) -> LocalModelError:
@@ -342,8 +411,13 @@ class LocalModelServer:
         """Stop the server (idempotent); it also stops by itself when this process exits."""
         proc, self._proc = self._proc, None
         self.address = None
+        if self.reused:
+            self.reused = False  # not ours to stop
+            return
         if proc is None:
             return
+        if self.shared and self.model_path is not None:
+            self._state_file().unlink(missing_ok=True)
         try:
             if proc.stdin:
                 proc.stdin.close()  # the child's signal to exit

@@ -41,6 +41,16 @@ def _between(text: str, tag: str) -> str:
 
 def task_of(messages: Sequence[dict[str, str]]) -> str:
     last = messages[-1]["content"]
+    first = messages[0]["content"]
+    # the authors' prompts (reference baseline)
+    if last.startswith("Summarize the following content:"):
+        return "ref_thesis"
+    if first.startswith("Here is the content of the file:"):
+        return "ref_questions"
+    if len(messages) > 1 and messages[1]["content"].startswith("Content: "):
+        return "ref_answer"
+    if len(messages) > 1 and messages[1]["content"].startswith("Knowledge Base Passage: "):
+        return "ref_rewrite"
     if "Generate " in last and "questions about the document" in last:
         return "questions"
     if "Write an information-dense summary" in last:
@@ -211,6 +221,28 @@ class ScriptedFakeModel:
 
     def _merge(self, messages) -> str:
         return " ".join(f"The {k} is {v}." for k, v in facts(self._doc(messages)).items())
+
+    def _ref_thesis(self, messages) -> str:
+        fs = list(facts(messages[-1]["content"]).items())[: self.thesis_facts]
+        return " ".join(f"The {k} is {v}." for k, v in fs)
+
+    def _ref_questions(self, messages) -> str:
+        n = int(re.search(r"Generate (\d+)", messages[1]["content"]).group(1))
+        pairs = list(facts(messages[0]["content"]).items())[:n]
+        return "\n".join(f"Q: What is the {k}?\nA: {v}" for k, v in pairs)
+
+    def _ref_answer(self, messages) -> str:
+        known = facts(messages[1]["content"])
+        m = QUESTION.search(messages[-1]["content"])
+        return (known.get(m.group(1).lower()) if m else None) or "I don't know."
+
+    def _ref_rewrite(self, messages) -> str:
+        doc = facts(messages[1]["content"])
+        summary = messages[2]["content"].removeprefix("Existing Summary: ")
+        added = [
+            f"The {q} is {doc[q]}." for q in QUESTION.findall(messages[3]["content"]) if q in doc
+        ]
+        return "Updated Summary: " + " ".join([summary, *added]).strip()
 
     def _unknown(self, messages) -> str:
         return "I cannot help with that."

@@ -170,3 +170,47 @@ def test_missing_package_names_the_install_command(monkeypatch):
 def test_unknown_model_name_or_path():
     with pytest.raises(LocalModelError, match="unknown local model"):
         resolve_model_path("no-such-model")
+
+
+def test_serve_local_is_reused_by_others_and_a_second_one_refused(tmp_path):
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cos_integrations.cli",
+            "serve-local",
+            "--local-model",
+            "smoke",
+            "--n-ctx",
+            "2048",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = ""
+        deadline = time.monotonic() + 120
+        while "serving" not in line and time.monotonic() < deadline:
+            line = serve.stdout.readline()
+        assert "serving" in line, line
+        with LocalModelServer("smoke", n_ctx=2048) as other:
+            assert other.reused and other.pid is None
+            assert other.base_url in line
+            llm = other.chat_model()
+            assert asyncio.run(llm.chat([{"role": "user", "content": "hi"}], max_tokens=4)).text
+        # stopping the reusing side left the shared server up
+        assert LocalModelServer("smoke").start().reused
+        second = subprocess.run(
+            [sys.executable, "-m", "cos_integrations.cli", "serve-local", "--local-model", "smoke"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert second.returncode == 1 and "already served at" in second.stderr
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=30)
+    fresh = LocalModelServer("smoke", n_ctx=2048)
+    fresh.model_path = resolve_model_path("smoke")
+    assert fresh.running_shared() is None  # the record went with the server

@@ -1,0 +1,136 @@
+"""``cos eval``: CoS against its baselines on a QA dataset (registered by the main CLI)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from .cli import BaseUrlOpt, LocalOpt, ModelOpt, _progress, _setup_logging, app, console, err
+from .config import CoSConfig
+from .runtime import open_model
+
+
+@app.command("eval")
+def eval_command(
+    data: Annotated[Path, typer.Option("--data", help="JSONL: doc_id, title, text, qas.")],
+    out: Annotated[Path, typer.Option("--out", help="Results JSON.")] = Path("results.json"),
+    limit: Annotated[int | None, typer.Option(help="First N documents.")] = None,
+    methods: Annotated[str, typer.Option(help="Comma-separated methods.")] = (
+        "cos,zero-shot,density,reference,content"
+    ),
+    train_questions: Annotated[int, typer.Option(help="Synthetic refinement questions.")] = 10,
+    val_questions: Annotated[int, typer.Option(help="Synthetic validation questions.")] = 5,
+    iterations: Annotated[int, typer.Option(help="CoS iterations (i).")] = 10,
+    questions_per_iteration: Annotated[int, typer.Option(help="iq.")] = 1,
+    heldout_questions: Annotated[int, typer.Option(help="Human test questions per doc.")] = 10,
+    max_summary_words: Annotated[int, typer.Option(help="Summary length budget.")] = 200,
+    concurrency: Annotated[int, typer.Option(min=1)] = 1,
+    refine_from_traffic: Annotated[
+        bool,
+        typer.Option(
+            help="fallback: ask half the questions as traffic, refine, re-test the other half."
+        ),
+    ] = False,
+    plot: Annotated[Path | None, typer.Option("--plot", help="PNG figure.")] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Summarise with each method, answer the dataset's held-out questions from each summary."""
+    from .evaluation import DatasetError, load_dataset, run_eval
+    from .evaluation import plot as draw
+
+    _setup_logging(verbose)
+    try:
+        docs = load_dataset(data, limit=limit)
+    except (DatasetError, OSError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    for d in docs:
+        d.qas = d.qas[:heldout_questions]
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    config = CoSConfig(
+        iterations=iterations,
+        questions_per_iteration=questions_per_iteration,
+        train_questions=train_questions,
+        val_questions=val_questions,
+        max_summary_words=max_summary_words,
+    )
+    with open_model(
+        model,
+        base_url=base_url,
+        local_model=local_model,
+        n_ctx=config.context_tokens,
+        echo=console.print,
+    ) as llm:
+        name = getattr(llm, "name", type(llm).__name__)
+        with _progress() as progress:
+            total = len(docs) * len([m for m in chosen if m != "fallback"]) + (
+                len(docs) if "fallback" in chosen else 0
+            )
+            task = progress.add_task("evaluating", total=total)
+
+            def tick(rec: dict) -> None:
+                progress.advance(task)
+                progress.console.print(
+                    f"  {rec['doc_id']} {rec['method']}: F1 {rec.get('heldout_f1', 0):.3f}"
+                )
+
+            try:
+                result = asyncio.run(
+                    run_eval(
+                        llm,
+                        docs,
+                        methods=chosen,
+                        config=config,
+                        out=out,
+                        model_name=name,
+                        dataset=str(data),
+                        concurrency=concurrency,
+                        on_record=tick,
+                        refine_from_traffic=refine_from_traffic,
+                    )
+                )
+            except ValueError as exc:
+                err.print(f"[red]error:[/] {exc}")
+                raise typer.Exit(2) from exc
+    table = Table(
+        "method",
+        "held-out F1",
+        "EM",
+        "summary tok",
+        "source tok",
+        "calls/doc",
+        "prompt tok/doc",
+        "cached tok/doc",
+        "s/doc",
+        "extra",
+    )
+    for method, m in result["methods"].items():
+        extra = ""
+        if "oracle_heldout_f1" in m:
+            extra = f"oracle F1 {m['oracle_heldout_f1']:.3f}"
+        if "hit_rate" in m:
+            extra = f"hit rate {m['hit_rate']:.0%}, context {m.get('context_tokens', 0):.0f} tok"
+        table.add_row(
+            method,
+            f"{m.get('heldout_f1', 0):.3f}",
+            f"{m.get('heldout_em', 0):.3f}",
+            f"{m.get('summary_tokens', 0):.0f}",
+            f"{m.get('source_tokens', 0):.0f}",
+            f"{m.get('calls_per_doc', 0):.1f}",
+            f"{m.get('prompt_tokens_per_doc', 0):.0f}",
+            f"{m.get('cached_tokens_per_doc', 0):.0f}",
+            f"{m.get('seconds_per_doc', 0):.1f}",
+            extra,
+        )
+    console.print(table)
+    console.print(f"wrote {out}")
+    if plot:
+        draw(result, plot)
+        console.print(f"wrote {plot}")

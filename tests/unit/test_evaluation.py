@@ -1,0 +1,124 @@
+"""The evaluation harness on the fake model: methods, the reference baseline, resume."""
+
+import asyncio
+import json
+
+import pytest
+from fakes import ScriptedFakeModel, facts, make_document
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.evaluation import DatasetError, load_dataset, plot, run_eval
+from cos_integrations.reference import reference_summarize
+
+DOC = make_document(15)
+
+
+def write_dataset(path, n=3):
+    with path.open("w") as fh:
+        for i in range(n):
+            text = make_document(15, topic=f"topic{i}")
+            qas = [
+                {
+                    "question": f"What is the topic{i} item {j}?",
+                    "answers": [f"value {j}{chr(97 + j)}"],
+                }
+                for j in range(10, 14)
+            ]
+            fh.write(json.dumps({"doc_id": f"d{i}", "title": f"T{i}", "text": text, "qas": qas}))
+            fh.write("\n")
+    return path
+
+
+def test_calls_per_document_paper_config_against_the_authors_scheme():
+    ours = ScriptedFakeModel(thesis_facts=2)
+    r = ChainOfSummaries(ours, CoSConfig.paper()).summarize(DOC)
+    theirs = ScriptedFakeModel(thesis_facts=2)
+    ref = asyncio.run(reference_summarize(theirs, DOC, CoSConfig.paper()))
+    assert len(theirs.calls) == ref.usage.calls == 177  # 1 + 1 + 11 x 15 + 10
+    assert len(ours.calls) == r.usage.calls <= 23
+    print(f"calls per document: ours {r.usage.calls}, authors' scheme {ref.usage.calls}")
+    # the reference keeps the last iteration and judges by exact match
+    assert ref.best_iteration == 10 and len(ref.iterations) == 11
+
+
+def test_load_dataset_validates_with_line_numbers(tmp_path):
+    good = write_dataset(tmp_path / "d.jsonl")
+    assert [d.doc_id for d in load_dataset(good, limit=2)] == ["d0", "d1"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text() + '{"doc_id": "x", "text": "t", "qas": []}\n')
+    with pytest.raises(DatasetError, match="line 4: qas"):
+        load_dataset(bad)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"doc_id": \n')
+    with pytest.raises(DatasetError, match="line 1"):
+        load_dataset(broken)
+
+
+def test_run_eval_all_methods_and_resume(tmp_path):
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl"))
+    out = tmp_path / "results.json"
+    model = ScriptedFakeModel(thesis_facts=2)
+    cfg = CoSConfig(
+        iterations=3,
+        questions_per_iteration=2,
+        train_questions=6,
+        val_questions=3,
+        max_summary_words=200,
+    )
+    methods = ["cos", "zero-shot", "density", "reference", "content", "fallback"]
+    result = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=methods,
+            config=cfg,
+            out=out,
+            model_name="fake",
+            dataset="d.jsonl",
+            refine_from_traffic=True,
+        )
+    )
+    saved = json.loads(out.read_text())
+    assert saved == json.loads(json.dumps(result))
+    assert set(saved) == {"model", "dataset", "docs", "config", "methods"}
+    m = saved["methods"]
+    assert set(m) == set(methods)
+    for name in ("cos", "zero-shot", "density", "reference", "content"):
+        for key in (
+            "heldout_f1",
+            "heldout_em",
+            "summary_tokens",
+            "source_tokens",
+            "calls_per_doc",
+            "prompt_tokens_per_doc",
+            "completion_tokens_per_doc",
+            "cached_tokens_per_doc",
+            "seconds_per_doc",
+        ):
+            assert key in m[name], (name, key)
+    # the held-out facts (items 10-13) are only in the full text: content answers them all
+    assert m["content"]["heldout_f1"] == 1.0 and m["content"]["calls_per_doc"] == 0
+    assert m["zero-shot"]["calls_per_doc"] == 1 and m["zero-shot"]["heldout_f1"] == 0.0
+    assert m["reference"]["calls_per_doc"] > m["cos"]["calls_per_doc"]
+    assert "oracle_heldout_f1" in m["cos"] and "heldout_f1_per_iteration" in m["cos"]
+    assert m["cos"]["oracle_heldout_f1"] >= m["cos"]["heldout_f1"]
+    fb = m["fallback"]
+    assert {"heldout_f1", "hit_rate", "context_tokens", "test_before", "test_after"} <= set(fb)
+    # asking the traffic half and refining teaches the summaries: hit rate does not drop
+    assert fb["test_after"]["hit_rate"] >= fb["test_before"]["hit_rate"]
+    calls = len(model.calls)
+    asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["cos", "zero-shot"],
+            config=cfg,
+            out=out,
+            model_name="fake",
+            dataset="d.jsonl",
+        )
+    )
+    assert len(model.calls) == calls  # resumed: nothing recomputed
+    plot(saved, tmp_path / "fig.png")
+    assert (tmp_path / "fig.png").stat().st_size > 1000
+    assert facts(DOC)
