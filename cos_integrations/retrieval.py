@@ -154,14 +154,12 @@ class FallbackRetriever:
     async def _miss(self, query, k, candidates, embedding, reason, usage) -> RetrievalResult:
         index = self.index
         fk = self.fallback_k or k
-        doc_ids = [c.doc_id for c in candidates]
-        if candidates and await asyncio.to_thread(
-            index.store.not_in_source, candidates[0].doc_id, query
-        ):
-            # A refinement already found the source silent on this: say so, search nothing.
-            await asyncio.to_thread(
-                index.store.record_event, "not_covered", candidates[0].doc_id, query
-            )
+        doc_ids = list(dict.fromkeys(c.doc_id for c in candidates))
+        silent = [await asyncio.to_thread(index.store.not_in_source, d, query) for d in doc_ids]
+        if doc_ids and all(silent):
+            # Refinement already found every candidate's source silent on this query: say
+            # so without a full-text search.
+            await asyncio.to_thread(index.store.record_event, "not_covered", doc_ids[0], query)
             return RetrievalResult(
                 query,
                 False,
@@ -171,14 +169,14 @@ class FallbackRetriever:
                 usage=usage,
                 not_covered=True,
             )
+        # Candidate documents first, then the whole collection; the best chunks win, so a
+        # source whose summary was not even retrieved can still answer.
         scoped = await asyncio.to_thread(
             index.search_chunks, query, fk, doc_ids=doc_ids, embedding=embedding
         )
-        if len(scoped) < fk:
-            glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
-            seen = {h.id for h in scoped}
-            scoped += [h for h in glob if h.id not in seen][: fk - len(scoped)]
-        items = sorted(scoped, key=lambda h: -h.score)[:fk]
+        glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
+        merged = {h.id: h for h in [*glob, *scoped]}
+        items = sorted(merged.values(), key=lambda h: -h.score)[:fk]
         for h in items:
             h.metadata["cos_hit"] = False
         self.misses += 1

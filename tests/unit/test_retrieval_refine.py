@@ -86,7 +86,7 @@ def test_refine_once_publishes_and_the_query_then_hits(filled):
 
 def test_not_in_source_is_remembered(filled):
     index, engine, model = filled
-    ret = retriever(index, model)
+    ret = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=1)
     q = "What is the lease item 99?"
     first = ret.retrieve(q)
     assert not first.hit and first.items
@@ -95,6 +95,9 @@ def test_not_in_source_is_remembered(filled):
     second = ret.retrieve(q)
     assert second.not_covered and second.items == []
     assert index.store.enqueue("lease", q) is None  # never queued again
+    # with more candidates, one not known to be silent, the full text is still searched
+    wider = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=3)
+    assert not wider.retrieve(q).not_covered
 
 
 def test_rewrite_that_does_not_answer_is_rejected(filled):
