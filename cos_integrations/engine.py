@@ -469,7 +469,9 @@ class ChainOfSummaries:
             raw, new = "", ""
             for _ in range(cfg.parse_retries + 1):
                 # drafts need room for the thinking steps before the summary
-                raw = await run.call(msgs, max_tokens=None if draft else _summary_tokens(cfg))
+                raw = await run.call(
+                    msgs, max_tokens=None if draft else _rewrite_tokens(cfg, current, self)
+                )
                 new = _complete_sentences(parse_summary(raw, draft=draft))
                 if new:
                     break
@@ -588,6 +590,13 @@ class ChainOfSummaries:
 def _summary_tokens(cfg: CoSConfig) -> int:
     """A hard cap for summary calls: small models ignore "at most N words"."""
     return min(cfg.max_output_tokens, int(cfg.max_summary_words * 1.6) + 40)
+
+
+def _rewrite_tokens(cfg: CoSConfig, current: str, engine: ChainOfSummaries) -> int:
+    """Room for the current summary plus the new facts: a rewrite of a summary that is
+    already over budget must not be cut before the facts it was asked to add."""
+    wanted = max(_summary_tokens(cfg), int(engine.count_tokens(current) * 1.2) + 80)
+    return min(cfg.max_output_tokens, wanted)
 
 
 def _complete_sentences(text: str) -> str:

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ._sync import run_sync
-from .engine import ChainOfSummaries, _complete_sentences, _Run, _summary_tokens
+from .engine import ChainOfSummaries, _complete_sentences, _rewrite_tokens, _Run
 from .errors import CoSError
 from .guard import summary_flags
 from .index import CoSIndex
@@ -173,7 +173,9 @@ class Refiner:
         new_text = ""
         for _ in range(cfg.parse_retries + 1):
             draft = cfg.strategy == "cos-draft"
-            raw = await run.call(msgs, max_tokens=None if draft else _summary_tokens(cfg))
+            raw = await run.call(
+                msgs, max_tokens=None if draft else _rewrite_tokens(cfg, current.text, engine)
+            )
             new_text = _complete_sentences(parse_summary(raw, draft=draft))
             if new_text:
                 break
