@@ -232,7 +232,9 @@ class CoSIndex:
                 )
                 if len(chunks) <= 256:
                     _kill_point("during_chunk_write")
-        self.summaries.delete(where={"doc_id": doc_id})
+        # Add the new version's vector first, then drop the older ones: a concurrent query
+        # never sees this document without a summary vector (at worst two, de-duplicated).
+        keep: set[str] = set()
         if current is not None:
             meta = {
                 **base,
@@ -244,12 +246,22 @@ class CoSIndex:
             }
             if current.val_score is not None:
                 meta["val_score"] = round(current.val_score, 4)
-            self.summaries.add(
-                ids=[f"{doc_id}::summary"],
+            new_id = f"{doc_id}::summary::v{current.version}"
+            keep.add(new_id)
+            self.summaries.upsert(
+                ids=[new_id],
                 embeddings=self.embedder.embed_documents([current.text]),
                 documents=[current.text],
                 metadatas=[meta],
             )
+        existing = self.summaries.get(where={"doc_id": doc_id}, include=["metadatas"])
+        stale = [
+            i
+            for i, m in zip(existing["ids"], existing["metadatas"], strict=True)
+            if i not in keep and (m or {}).get("cos_kind") != "chunk"
+        ]
+        if stale:
+            self.summaries.delete(ids=stale)
         self.store.mark_indexed(doc_id, current.version if current else None, doc.content_hash)
 
     def _has_chunks(self, doc_id: str) -> bool:
@@ -362,8 +374,15 @@ class CoSIndex:
         if self.summaries.count() == 0 or k <= 0:
             return []
         emb = embedding or self.embedder.embed_query(query)
-        hits = self._query(self.summaries, emb, k, {"cos_kind": {"$ne": "chunk"}}, "summary")
-        return hits
+        # k + 2: during a version swap a document briefly has two vectors
+        hits = self._query(self.summaries, emb, k + 2, {"cos_kind": {"$ne": "chunk"}}, "summary")
+        best: dict[str, SearchHit] = {}
+        for h in hits:
+            if h.doc_id not in best or h.metadata.get("cos_version", 0) > best[
+                h.doc_id
+            ].metadata.get("cos_version", 0):
+                best[h.doc_id] = h
+        return sorted(best.values(), key=lambda h: -h.score)[:k]
 
     def search_chunks(
         self,

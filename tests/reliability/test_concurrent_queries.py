@@ -1,0 +1,78 @@
+"""Queries during ingestion and refinement never fail and never miss a summary vector."""
+
+import asyncio
+import threading
+
+from fakes import ScriptedFakeModel, make_document
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.retrieval import FallbackRetriever
+
+FIRST = ["lease", "garden", "parking"]
+
+
+def test_queries_while_ingesting_and_publishing(index):
+    engine = ChainOfSummaries(ScriptedFakeModel(), CoSConfig.fast(iterations=0))
+    asyncio.run(
+        index.aingest(
+            [SourceDocument(doc_id=t, text=make_document(6, topic=t)) for t in FIRST], engine
+        )
+    )
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    gaps: list[str] = []
+    queries = [0]
+
+    def reader() -> None:
+        retriever = FallbackRetriever(index, threshold=0.0, k=3, refine_on_miss="off")
+        while not stop.is_set():
+            try:
+                metas = index.summaries.get(where={"cos_kind": "summary"}, include=["metadatas"])[
+                    "metadatas"
+                ]
+                present = {m["doc_id"] for m in metas}
+                gaps.extend(d for d in FIRST if d not in present)
+                res = retriever.retrieve("What is the garden item 1?")
+                assert res.items and len({h.doc_id for h in res.items}) == len(res.items)
+                queries[0] += 1
+            except BaseException as exc:  # noqa: BLE001 - collected and re-raised below
+                errors.append(exc)
+                return
+
+    def writer() -> None:
+        try:
+            more = [
+                SourceDocument(doc_id=f"new{i}", text=make_document(6, topic=f"new{i}"))
+                for i in range(6)
+            ]
+            asyncio.run(index.aingest(more, engine, concurrency=2))
+            for round_ in range(15):
+                for t in FIRST:
+                    cur = index.store.current_summary(t)
+                    v = index.store.publish_version(
+                        t,
+                        f"{cur.text} Round {round_}.",
+                        expected_version=cur.version,
+                        created_by="refine",
+                    )
+                    assert v is not None
+                    index.sync_document(t)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    threads = [threading.Thread(target=reader) for _ in range(2)] + [
+        threading.Thread(target=writer)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    assert not gaps, f"documents seen without a summary vector: {gaps[:5]}"
+    assert queries[0] > 10
+    for t in FIRST:
+        vec = index.summaries.get(where={"doc_id": t}, include=["metadatas"])
+        assert len(vec["ids"]) == 1 and vec["metadatas"][0]["cos_version"] == 16
