@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ._sync import run_sync
 from .config import CoSConfig
 from .errors import CoSError, CoSModelError, CoSOutputError
-from .metrics import is_unanswered, squad_f1
+from .metrics import is_unanswered, normalize_answer, squad_f1
 from .model import ChatModel
 from .prompts import (
     ANSWERS_SCHEMA,
@@ -474,6 +474,7 @@ class ChainOfSummaries:
                 )
                 new = _complete_sentences(parse_summary(raw, draft=draft))
                 if new:
+                    new = _keep_or_append(current, new)
                     break
             if not new:
                 run.warn(f"round {index}: the rewrite was empty; keeping the previous summary")
@@ -590,6 +591,16 @@ class ChainOfSummaries:
 def _summary_tokens(cfg: CoSConfig) -> int:
     """A hard cap for summary calls: small models ignore "at most N words"."""
     return min(cfg.max_output_tokens, int(cfg.max_summary_words * 1.6) + 40)
+
+
+def _keep_or_append(current: str, new: str) -> str:
+    """Small models asked to refine a summary sometimes return only the new facts. A rewrite
+    that keeps under half of the current summary's words is an addendum: append it."""
+    old_words = set(normalize_answer(current).split())
+    if not old_words:
+        return new
+    kept = len(old_words & set(normalize_answer(new).split())) / len(old_words)
+    return new if kept >= 0.5 else f"{current.rstrip()} {new.lstrip()}"
 
 
 def _rewrite_tokens(cfg: CoSConfig, current: str, engine: ChainOfSummaries) -> int:

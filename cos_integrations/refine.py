@@ -27,7 +27,13 @@ import threading
 from dataclasses import dataclass, field
 
 from ._sync import run_sync
-from .engine import ChainOfSummaries, _complete_sentences, _rewrite_tokens, _Run
+from .engine import (
+    ChainOfSummaries,
+    _complete_sentences,
+    _keep_or_append,
+    _rewrite_tokens,
+    _Run,
+)
 from .errors import CoSError
 from .guard import summary_flags
 from .index import CoSIndex
@@ -152,7 +158,9 @@ class Refiner:
         # 2. The query joins the bank as a refinement question.
         pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
         store.add_question(job.doc_id, pair)
-        bank = store.questions(job.doc_id)
+        # the missed question first: small models answering many questions in one call
+        # drift into "I don't know" by the end of the list
+        bank = [pair, *[q for q in store.questions(job.doc_id) if q.key != pair.key]]
         # 3. Evaluate current, rewrite, evaluate the rewrite.
         before = await engine._evaluate(current.text, bank, run)
         if isinstance(before, str):
@@ -178,6 +186,7 @@ class Refiner:
             )
             new_text = _complete_sentences(parse_summary(raw, draft=draft))
             if new_text:
+                new_text = _keep_or_append(current.text, new_text)
                 break
         if not new_text:
             return RefineOutcome(

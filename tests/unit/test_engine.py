@@ -70,15 +70,16 @@ def test_rewrite_skipped_when_nothing_is_unanswered():
 def test_worse_rewrite_is_recorded_but_never_returned_or_built_on():
     doc = make_document(6)
     # First rewrite throws facts away (validation drops), later rewrites behave.
-    model = ScriptedFakeModel(thesis_facts=3, script={"rewrite": ["Updated Summary: Nothing."]})
+    garbled = "Updated Summary: " + " ".join(f"The lease item {i} is lost." for i in range(6))
+    model = ScriptedFakeModel(thesis_facts=3, script={"rewrite": [garbled]})
     cfg = CoSConfig(
         iterations=3, questions_per_iteration=1, train_questions=3, val_questions=3, seed=3
     )
     result = ChainOfSummaries(model, cfg).summarize(doc)
     bad = result.iterations[1]
-    assert bad.summary == "Nothing." and bad.accepted is False
+    assert bad.summary == garbled.removeprefix("Updated Summary: ") and bad.accepted is False
     assert bad.val_score < result.iterations[0].val_score
-    assert result.summary != "Nothing."
+    assert "lost" not in result.summary
     # The next rewrite started from the thesis, not from the rejected text.
     second = [m for t, m in model.calls if t == "rewrite"][1]
     assert result.iterations[0].summary in second[-1]["content"]
@@ -382,3 +383,18 @@ def test_unchanged_rewrite_is_not_evaluated_again():
     assert unchanged.summary == result.iterations[0].summary and not unchanged.accepted
     assert unchanged.val_score == result.iterations[0].val_score
     assert result.best_iteration == 0
+
+
+def test_rewrite_that_drops_the_summary_is_appended_not_replacing():
+    def only_new(messages):
+        doc = facts(messages[0]["content"])
+        asked = messages[-1]["content"].split("Questions to address:\n", 1)[1]
+        key = next(k for k in doc if f"What is the {k}?" in asked)
+        return f"Updated Summary: The {key} is {doc[key]}."
+
+    model = ScriptedFakeModel(thesis_facts=4, script={"rewrite": [only_new]})
+    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=5, val_questions=2)
+    result = ChainOfSummaries(model, cfg).summarize(make_document(8))
+    rewrite = result.iterations[1]
+    assert rewrite.summary.startswith(result.iterations[0].summary)
+    assert len(facts(rewrite.summary)) == 5

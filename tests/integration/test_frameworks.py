@@ -1,0 +1,68 @@
+"""LlamaIndex and LangChain components over real HTTP to the embedded llama.cpp server."""
+
+import chromadb
+import pytest
+from llama_index.core import Document as LIDocument
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+from cos_integrations import CoSConfig
+from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
+from llamaindex_ext import CoSFallbackRetriever as LIRetriever
+from llamaindex_ext import CoSLocalEmbedding, CoSSummaryTransform
+
+pytestmark = pytest.mark.integration
+
+TEXTS = {
+    "lease": "The monthly rent is 1,150 euros. Rent is due on the 5th day of each month.",
+    "garden": "The garden gate is locked at 22:00. Barbecues are allowed on the lawn.",
+    "parking": "Each flat has one parking space. Visitors park on the street.",
+}
+CFG = CoSConfig(
+    strategy="zero-shot", max_summary_words=40, max_output_tokens=96, context_tokens=4096
+)
+
+
+def test_langchain_retriever_and_lcel_on_the_local_server(smoke_server, tmp_path):
+    from langchain_core.documents import Document
+
+    chat = CoSChatModel(model=smoke_server.chat_model(), max_tokens=16)
+    retriever = CoSFallbackRetriever.from_persist_dir(
+        tmp_path / "lc",
+        llm=chat,
+        embeddings=CoSLocalEmbeddings(),
+        k=2,
+        threshold=0.0,
+        cos_config=CFG,
+    )
+    ids = retriever.add_documents([Document(page_content=t, id=k) for k, t in TEXTS.items()])
+    assert sorted(ids) == sorted(TEXTS)
+    docs = retriever.invoke("When is the rent due?")
+    assert len(docs) == 2 and docs[0].metadata["cos_hit"] is True
+    assert {d.metadata["doc_id"] for d in docs} <= set(TEXTS)  # linked to their sources
+    assert isinstance(chat.invoke("Say hi").content, str)
+
+
+def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp_path):
+    path = tmp_path / "li"
+    client = chromadb.PersistentClient(path=str(path))
+    collection = client.get_or_create_collection(
+        "cos_summaries", configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+    )
+    embed = CoSLocalEmbedding()
+    transform = CoSSummaryTransform(
+        llm=smoke_server.chat_model(), config=CFG, store_path=path / "cos.sqlite"
+    )
+    pipeline = IngestionPipeline(
+        transformations=[transform, embed],
+        vector_store=ChromaVectorStore(chroma_collection=collection),
+    )
+    nodes = pipeline.run(documents=[LIDocument(text=t, id_=k) for k, t in TEXTS.items()])
+    assert len(nodes) == 3 and all(n.get_content() for n in nodes)
+    assert sorted(transform.last_report["summarized"]) == sorted(TEXTS)
+    retriever = LIRetriever.from_persist_dir(
+        path, embed_model=embed, similarity_top_k=2, threshold=0.0
+    )
+    found = retriever.retrieve("When is the rent due?")
+    assert found and found[0].node.metadata["cos_hit"] is True
+    assert found[0].node.ref_doc_id in TEXTS
