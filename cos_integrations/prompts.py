@@ -28,6 +28,7 @@ __all__ = [
     "questions_messages",
     "answer_messages",
     "rewrite_messages",
+    "fact_messages",
     "source_answer_messages",
     "density_messages",
     "mini_messages",
@@ -37,7 +38,7 @@ __all__ = [
     "ANSWERS_SCHEMA",
 ]
 
-PROMPT_VERSION = "cos-prompts-v1"
+PROMPT_VERSION = "cos-prompts-v2"
 
 Message = dict[str, str]
 
@@ -157,6 +158,16 @@ def source_answer_messages(text: str, questions: Sequence[str]) -> list[Message]
     return [source_message(text), {"role": "user", "content": task}]
 
 
+def fact_messages(text: str, question: str, answer: str) -> list[Message]:
+    """One sentence from the document that answers ``question`` (a refinement fallback)."""
+    task = (
+        "Write one short, self-contained sentence that answers the question below, using only "
+        f"facts from the document.\nQuestion: {question}\nAnswer found in the document: "
+        f"{answer}\nReply with the sentence only."
+    )
+    return [source_message(text), {"role": "user", "content": task}]
+
+
 def rewrite_messages(
     text: str,
     summary: str,
@@ -179,8 +190,8 @@ def rewrite_messages(
     rules = (
         "Refine the existing summary of the document so that it answers the questions below.\n"
         "Rules:\n"
-        "- Add the information from the document that answers each question.\n"
-        "- Keep the key points of the existing summary.\n"
+        "- Start with the facts from the document that answer the questions.\n"
+        "- Then keep the key points of the existing summary.\n"
         f"- Stay within {words} words: make room by cutting less informative wording.\n"
         "- Use only facts stated in the document.\n"
         "- Do not include the questions themselves.\n"

@@ -38,7 +38,7 @@ from .errors import CoSError
 from .guard import summary_flags
 from .index import CoSIndex
 from .metrics import is_grounded, is_unanswered
-from .prompts import ANSWERS_SCHEMA, rewrite_messages, source_answer_messages
+from .prompts import ANSWERS_SCHEMA, fact_messages, rewrite_messages, source_answer_messages
 from .questions import ParseError, QAPair, parse_answers, parse_summary
 from .store import RefineJob
 from .usage import Usage
@@ -196,6 +196,26 @@ class Refiner:
         if isinstance(after, str):
             raise ParseError("unparseable answers for the rewritten summary")
         now_answered = after.answered(job.query)
+        got = next((sc.answer for sc in after.scores if sc.question == job.query), None)
+        log.info(
+            "refine %s: rewrite %r answers %r with %r (expected %r)",
+            job.doc_id,
+            new_text,
+            job.query,
+            got,
+            answer,
+        )
+        if not now_answered:
+            # Small models often re-copy the document and run out of room before the new
+            # fact. Fall back to one sentence stating the answer, appended to the summary.
+            raw = await run.call(fact_messages(source, job.query, answer), max_tokens=80)
+            fact = _complete_sentences(parse_summary(raw).split("\n")[0])
+            if fact and is_grounded(fact, source):
+                candidate = f"{current.text.rstrip()} {fact}"
+                ev = await engine._evaluate(candidate, bank, run)
+                if not isinstance(ev, str) and ev.answered(job.query):
+                    new_text, after, now_answered = candidate, ev, True
+                    log.info("refine %s: appended %r", job.doc_id, fact)
         drop = (before.val or 0.0) - (after.val or 0.0)
         if not now_answered or drop > self.epsilon:
             why = (

@@ -61,6 +61,8 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "source_answer"
     if "Refine the existing summary" in last:
         return "rewrite"
+    if last.startswith("Write one short, self-contained sentence"):
+        return "fact"
     if "Missing Entities" in last:
         return "density"
     if "Work in three steps" in last:
@@ -159,6 +161,13 @@ class ScriptedFakeModel:
             ans = known.get(m.group(1).lower()) if m else None
             answers.append({"id": i, "answer": ans or "I don't know"})
         return json.dumps({"answers": answers})
+
+    def _fact(self, messages) -> str:
+        last = messages[-1]["content"]
+        q = QUESTION.search(last)
+        doc = facts(self._doc(messages))
+        key = q.group(1).lower() if q else ""
+        return f"The {key} is {doc[key]}." if key in doc else "I don't know."
 
     def _source_answer(self, messages) -> str:
         known = facts(self._doc(messages))

@@ -100,9 +100,21 @@ def test_not_in_source_is_remembered(filled):
     assert not wider.retrieve(q).not_covered
 
 
-def test_rewrite_that_does_not_answer_is_rejected(filled):
+def test_rewrite_that_does_not_answer_falls_back_to_an_appended_fact(filled):
+    index, engine, model = filled
+    model.rewrite_adds = False  # the rewrite never adds the fact (as the 1.5B model did)
+    retriever(index, model).retrieve("What is the lease item 7?")
+    (outcome,) = Refiner(index, engine).run_once()
+    assert outcome.status == "published" and model.counts["fact"] == 1
+    current = index.store.current_summary("lease").text
+    assert current.endswith("The lease item 7 is value 7h.")
+    assert current.startswith(index.store.versions("lease")[0].text)
+
+
+def test_rewrite_and_fact_that_do_not_answer_are_rejected(filled):
     index, engine, model = filled
     model.rewrite_adds = False
+    model.script["fact"] = ["The weather is nice."] * 3
     retriever(index, model).retrieve("What is the lease item 7?")
     (outcome,) = Refiner(index, engine).run_once()
     assert outcome.status == "rejected" and "still does not answer" in outcome.reason
