@@ -18,7 +18,13 @@ import math
 import re
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Embedder", "LocalEmbedder", "HashingEmbedder", "ChromaEmbeddingFunction"]
+__all__ = [
+    "Embedder",
+    "LocalEmbedder",
+    "HashingEmbedder",
+    "ChromaEmbeddingFunction",
+    "FunctionEmbedder",
+]
 
 
 @runtime_checkable
@@ -97,6 +103,34 @@ class HashingEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self._vec(text)
+
+
+def _unit(v: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in v)) or 1.0
+    return [x / norm for x in v]
+
+
+class FunctionEmbedder:
+    """An :class:`Embedder` from two functions (a framework's embed model), L2-normalised
+    so that Chroma's cosine distance means ``1 - cosine``.
+
+    Example:
+        >>> e = FunctionEmbedder("demo", lambda ts: [[3.0, 4.0] for _ in ts], lambda t: [3.0, 4.0])
+        >>> e.embed_query("x"), e.dim
+        ([0.6, 0.8], 2)
+    """
+
+    def __init__(self, name: str, embed_documents, embed_query) -> None:
+        self.name = name
+        self._docs = embed_documents
+        self._query = embed_query
+        self.dim = len(embed_query("dimension probe"))
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [_unit(list(v)) for v in self._docs(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return _unit(list(self._query(text)))
 
 
 class ChromaEmbeddingFunction:

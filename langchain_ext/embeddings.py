@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
-from cos_integrations.embeddings import Embedder, LocalEmbedder
+from cos_integrations.embeddings import Embedder, FunctionEmbedder, LocalEmbedder
 
 __all__ = ["CoSLocalEmbeddings", "CoreEmbedder", "as_embedder"]
 
@@ -29,24 +29,13 @@ class CoSLocalEmbeddings(Embeddings):
         return self._impl.embed_query(text)
 
 
-class CoreEmbedder:
+class CoreEmbedder(FunctionEmbedder):
     """Adapts LangChain ``Embeddings`` to the core :class:`Embedder` protocol (normalised)."""
 
     def __init__(self, embeddings: Embeddings, name: str | None = None) -> None:
         self.embeddings = embeddings
-        self.name = name or getattr(embeddings, "name", None) or _default_name(embeddings)
-        self.dim = len(embeddings.embed_query("dimension probe"))
-
-    @staticmethod
-    def _unit(v: list[float]) -> list[float]:
-        norm = sum(x * x for x in v) ** 0.5 or 1.0
-        return [x / norm for x in v]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._unit(v) for v in self.embeddings.embed_documents(texts)]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._unit(self.embeddings.embed_query(text))
+        label = name or getattr(embeddings, "name", None) or _default_name(embeddings)
+        super().__init__(label, embeddings.embed_documents, embeddings.embed_query)
 
 
 def _default_name(e: Embeddings) -> str:

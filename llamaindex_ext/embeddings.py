@@ -7,7 +7,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
-from cos_integrations.embeddings import Embedder, LocalEmbedder
+from cos_integrations.embeddings import Embedder, FunctionEmbedder, LocalEmbedder
 
 __all__ = ["CoSLocalEmbedding", "CoreEmbedder", "as_embedder"]
 
@@ -45,24 +45,15 @@ class CoSLocalEmbedding(BaseEmbedding):
         return self._impl.embed_documents(texts)
 
 
-class CoreEmbedder:
+class CoreEmbedder(FunctionEmbedder):
     """A LlamaIndex embed model as the core :class:`Embedder` (vectors normalised)."""
 
     def __init__(self, embed_model: BaseEmbedding) -> None:
         self.embed_model = embed_model
-        self.name = f"llamaindex:{embed_model.class_name()}:{embed_model.model_name}"
-        self.dim = len(embed_model.get_query_embedding("dimension probe"))
-
-    @staticmethod
-    def _unit(v: list[float]) -> list[float]:
-        norm = sum(x * x for x in v) ** 0.5 or 1.0
-        return [x / norm for x in v]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._unit(v) for v in self.embed_model.get_text_embedding_batch(texts)]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._unit(self.embed_model.get_query_embedding(text))
+        name = f"llamaindex:{embed_model.class_name()}:{embed_model.model_name}"
+        super().__init__(
+            name, embed_model.get_text_embedding_batch, embed_model.get_query_embedding
+        )
 
 
 def as_embedder(embed_model: Any) -> Embedder | None:
