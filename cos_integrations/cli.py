@@ -28,8 +28,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# soft_wrap: lines are not broken at the terminal width (paths and ids stay greppable)
+console = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory.")]
 ModelOpt = Annotated[
@@ -240,7 +241,7 @@ def query(
         for h in res.items:
             snippet = " ".join(h.text.split())[:160]
             console.print(
-                f"  [{h.kind}] {h.metadata.get('source') or h.doc_id} "
+                f"  \\[{h.kind}] {h.metadata.get('source') or h.doc_id} "
                 f"(score {h.score:.3f}): {snippet}"
             )
         if res.not_covered:

@@ -207,27 +207,62 @@ class CoSIndex:
 
     # ------------------------------------------------------------------ writing
     def sync_document(self, doc_id: str) -> None:
-        """Make Chroma match the store for one document (idempotent)."""
+        """Make Chroma match the store for one document (idempotent, safe across processes).
+
+        Embeddings are computed first, outside any lock; the writes then happen under the
+        store's write lock after checking that the version is still current, so two workers
+        never interleave the writes of different versions.
+        """
+        for _ in range(5):
+            plan = self._plan_sync(doc_id)
+            with self.store.sync_lock():
+                doc = self.store.get_document(doc_id)
+                now = (doc.content_hash, doc.current_version) if doc else None
+                if now != plan["state"]:
+                    continue  # a newer version landed meanwhile: plan again
+                self._apply_sync(doc_id, plan)
+                return
+        raise RuntimeError(f"document {doc_id} kept changing while being indexed")
+
+    def _plan_sync(self, doc_id: str) -> dict[str, Any]:
         doc = self.store.get_document(doc_id)
+        plan: dict[str, Any] = {"state": None, "doc": doc, "chunks": None, "summary": None}
+        if doc is None:
+            return plan
+        plan["state"] = (doc.content_hash, doc.current_version)
+        base = flatten_metadata({"doc_id": doc_id, "source": doc.source, "title": doc.title})
+        plan["base"] = base
+        if doc.indexed_hash != doc.content_hash or not self._has_chunks(doc_id):
+            chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
+            plan["chunks"] = (chunks, self.embedder.embed_documents(chunks) if chunks else [])
+        current = self.store.current_summary(doc_id)
+        if current is not None:
+            plan["summary"] = (current, self.embedder.embed_documents([current.text])[0])
+        return plan
+
+    def _apply_sync(self, doc_id: str, plan: dict[str, Any]) -> None:
+        doc = plan["doc"]
         if doc is None:
             self.summaries.delete(where={"doc_id": doc_id})
             self.chunks.delete(where={"doc_id": doc_id})
             return
-        current = self.store.current_summary(doc_id)
-        base = flatten_metadata({"doc_id": doc_id, "source": doc.source, "title": doc.title})
-        if doc.indexed_hash != doc.content_hash or not self._has_chunks(doc_id):
-            chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
+        base = plan["base"]
+        if plan["chunks"] is not None:
+            chunks, vectors = plan["chunks"]
             self.chunks.delete(where={"doc_id": doc_id})
             for start in range(0, len(chunks), 256):
                 if start:
                     _kill_point("during_chunk_write")
-                batch = chunks[start : start + 256]
                 self.chunks.add(
-                    ids=[f"{doc_id}::chunk::{start + i}" for i in range(len(batch))],
-                    embeddings=self.embedder.embed_documents(batch),
-                    documents=batch,
+                    ids=[
+                        f"{doc_id}::chunk::{start + i}"
+                        for i in range(len(chunks[start : start + 256]))
+                    ],
+                    embeddings=vectors[start : start + 256],
+                    documents=chunks[start : start + 256],
                     metadatas=[
-                        {**base, "cos_kind": "chunk", "chunk": start + i} for i in range(len(batch))
+                        {**base, "cos_kind": "chunk", "chunk": start + i}
+                        for i in range(len(chunks[start : start + 256]))
                     ],
                 )
                 if len(chunks) <= 256:
@@ -235,7 +270,9 @@ class CoSIndex:
         # Add the new version's vector first, then drop the older ones: a concurrent query
         # never sees this document without a summary vector (at worst two, de-duplicated).
         keep: set[str] = set()
-        if current is not None:
+        current = None
+        if plan["summary"] is not None:
+            current, vector = plan["summary"]
             meta = {
                 **base,
                 "cos_kind": "summary",
@@ -249,10 +286,7 @@ class CoSIndex:
             new_id = f"{doc_id}::summary::v{current.version}"
             keep.add(new_id)
             self.summaries.upsert(
-                ids=[new_id],
-                embeddings=self.embedder.embed_documents([current.text]),
-                documents=[current.text],
-                metadatas=[meta],
+                ids=[new_id], embeddings=[vector], documents=[current.text], metadatas=[meta]
             )
         existing = self.summaries.get(where={"doc_id": doc_id}, include=["metadatas"])
         stale = [

@@ -199,6 +199,10 @@ class SummaryStore:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """An IMMEDIATE transaction: writers queue up instead of failing half-way."""
+        held = getattr(self._local, "lock_conn", None)
+        if held is not None:  # inside sync_lock: that transaction is ours already
+            yield held
+            return
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -207,6 +211,26 @@ class SummaryStore:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    @contextmanager
+    def sync_lock(self) -> Iterator[None]:
+        """Hold the database's write lock (across processes) while vectors are rewritten,
+        so two workers never interleave the Chroma writes of different versions."""
+        if self.path == ":memory:":
+            yield
+            return
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.execute("BEGIN IMMEDIATE")
+            self._local.lock_conn = conn
+            try:
+                yield
+            finally:
+                self._local.lock_conn = None
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
 
     def _migrate(self) -> None:
         conn = self._conn()
