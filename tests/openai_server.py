@@ -1,7 +1,8 @@
 """A small OpenAI-compatible HTTP server on 127.0.0.1 for tests.
 
 It serves ``/v1/chat/completions`` from a :class:`fakes.ScriptedFakeModel` (so answers come
-from the prompt) and can inject faults before answering: ``faults`` is a list consumed one per
+from the prompt), or, with ``upstream=URL``, proxies to a real server (the embedded
+llama.cpp one), and can inject faults before answering: ``faults`` is a list consumed one per
 request, each ``None`` (answer normally) or a dict like ``{"status": 429, "retry_after": "0"}``,
 ``{"sleep": 2.0}`` or ``{"reject_response_format": True}``. Every request body is recorded.
 """
@@ -29,10 +30,12 @@ class FakeOpenAIServer:
         fault_kinds: tuple[str, ...] = KINDS,
         seed: int = 0,
         timeout_sleep: float = 1.0,
+        upstream: str | None = None,
     ) -> None:
         import random
 
         self.model = model or ScriptedFakeModel()
+        self.upstream = upstream  # proxy mode: forward healthy requests to a real server
         self.faults = list(faults or [])
         self.fault_rate = fault_rate
         self.fault_kinds = fault_kinds
@@ -106,6 +109,20 @@ class FakeOpenAIServer:
                     if fault.get("reject_response_format") and "response_format" in body:
                         self._send(400, {"error": {"message": "response_format not supported"}})
                         return
+                if server.upstream and kind not in ("empty", "prose"):
+                    import urllib.request
+
+                    req = urllib.request.Request(
+                        server.upstream.rstrip("/") + "/chat/completions",
+                        data=json.dumps(body).encode(),
+                        headers={"content-type": "application/json"},
+                    )
+                    with urllib.request.urlopen(req, timeout=600) as resp:
+                        reply = json.loads(resp.read())
+                    with server._lock:
+                        server.completed += 1
+                    self._send(200, reply)
+                    return
                 schema = (body.get("response_format") or {}).get("json_schema")
                 text = server.model.respond(body["messages"], schema)
                 if kind == "empty":

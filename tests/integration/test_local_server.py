@@ -214,3 +214,33 @@ def test_serve_local_is_reused_by_others_and_a_second_one_refused(tmp_path):
     fresh = LocalModelServer("smoke", n_ctx=2048)
     fresh.model_path = resolve_model_path("smoke")
     assert fresh.running_shared() is None  # the record went with the server
+
+
+def test_fault_proxy_in_front_of_the_real_server(smoke_server, tmp_path):
+    from openai_server import FakeOpenAIServer
+
+    from cos_integrations import OpenAIChatModel
+    from cos_integrations.embeddings import HashingEmbedder
+    from cos_integrations.index import CoSIndex
+    from cos_integrations.loaders import SourceDocument
+
+    docs = [SourceDocument(doc_id=f"d{i}", text=f"{DOC} Note {i}.") for i in range(6)]
+    with FakeOpenAIServer(
+        upstream=smoke_server.base_url,
+        fault_rate=0.5,
+        seed=1,
+        fault_kinds=("429", "503", "reset", "truncated", "empty"),
+    ) as proxy:
+        llm = OpenAIChatModel(
+            "smoke", base_url=proxy.base_url, api_key="sk-test", backoff_base=0.01, max_retries=4
+        )
+        index = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder())
+        cfg = CoSConfig(
+            strategy="zero-shot", max_output_tokens=64, max_summary_words=30, context_tokens=4096
+        )
+        report = asyncio.run(index.aingest(docs, ChainOfSummaries(llm, cfg)))
+        injected, completed = list(proxy.injected), proxy.completed
+    assert injected  # faults really happened in front of llama.cpp
+    assert set(report.summarized) | set(report.failed) == {d.doc_id for d in docs}
+    assert index.summaries.count() == len(report.summarized)
+    assert report.usage.calls == completed
