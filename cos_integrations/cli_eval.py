@@ -28,6 +28,10 @@ def eval_command(
     questions_per_iteration: Annotated[int, typer.Option(help="iq.")] = 1,
     heldout_questions: Annotated[int, typer.Option(help="Human test questions per doc.")] = 10,
     max_summary_words: Annotated[int, typer.Option(help="Summary length budget.")] = 200,
+    context_tokens: Annotated[
+        int,
+        typer.Option(help="Model context; longer documents are split into sections."),
+    ] = 8192,
     concurrency: Annotated[int, typer.Option(min=1)] = 1,
     refine_from_traffic: Annotated[
         bool,
@@ -60,6 +64,7 @@ def eval_command(
         train_questions=train_questions,
         val_questions=val_questions,
         max_summary_words=max_summary_words,
+        context_tokens=context_tokens,
     )
     with open_model(
         model,
@@ -101,6 +106,7 @@ def eval_command(
                 raise typer.Exit(2) from exc
     table = Table(
         "method",
+        "docs",
         "held-out F1",
         "EM",
         "summary tok",
@@ -117,8 +123,15 @@ def eval_command(
             extra = f"oracle F1 {m['oracle_heldout_f1']:.3f}"
         if "hit_rate" in m:
             extra = f"hit rate {m['hit_rate']:.0%}, context {m.get('context_tokens', 0):.0f} tok"
+        if "test_before" in m and "test_after" in m:
+            b, a = m["test_before"], m["test_after"]
+            extra += (
+                f"; test half F1 {b['heldout_f1']:.3f} -> {a['heldout_f1']:.3f},"
+                f" hits {b['hit_rate']:.0%} -> {a['hit_rate']:.0%}"
+            )
         table.add_row(
             method,
+            str(m.get("docs", 0)),
             f"{m.get('heldout_f1', 0):.3f}",
             f"{m.get('heldout_em', 0):.3f}",
             f"{m.get('summary_tokens', 0):.0f}",
@@ -134,3 +147,8 @@ def eval_command(
     if plot:
         draw(result, plot)
         console.print(f"wrote {plot}")
+    for e in result.get("errors", []):
+        err.print(f"[red]failed:[/] {e['doc_id']} {e['method']}: {e['error']}")
+    if result.get("errors"):
+        err.print("re-run the same command to retry only what failed")
+        raise typer.Exit(1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import tempfile
 import time
 from collections import defaultdict
@@ -36,6 +37,7 @@ from .usage import Usage
 __all__ = ["EvalDoc", "load_dataset", "run_eval", "METHODS", "DatasetError"]
 
 METHODS = ("cos", "zero-shot", "density", "mini", "reference", "content", "fallback")
+log = logging.getLogger(__name__)
 SUMMARY_METHODS = {"cos": "cos", "zero-shot": "zero-shot", "density": "density", "mini": "mini"}
 
 
@@ -264,7 +266,12 @@ async def run_eval(
     refine_from_traffic: bool = False,
     on_record: Callable[[dict], None] | None = None,
 ) -> dict[str, Any]:
-    """Run every method on every document (resuming from ``OUT.docs.jsonl``) and write OUT."""
+    """Run every method on every document (resuming from ``OUT.docs.jsonl``) and write OUT.
+
+    A method that fails on a document (model error, context overflow) is listed under
+    ``"errors"`` and left out of the means; the other documents go on, and a re-run retries
+    only what failed or is missing.
+    """
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
@@ -279,11 +286,18 @@ async def run_eval(
     sem = asyncio.Semaphore(concurrency)
     lock = asyncio.Lock()
 
+    errors: list[dict[str, str]] = []
+
     async def job(method: str, doc: EvalDoc) -> None:
         if (doc.doc_id, method) in done:
             return
         async with sem:
-            rec = await _one(method, llm, doc, config)
+            try:
+                rec = await _one(method, llm, doc, config)
+            except Exception as exc:  # one document's failure must not lose the others
+                log.warning("%s %s failed: %s", doc.doc_id, method, exc)
+                errors.append({"doc_id": doc.doc_id, "method": method, "error": str(exc)})
+                return  # not written: a re-run retries it
         rec["signature"] = signature
         async with lock:
             with partial.open("a") as fh:
@@ -310,6 +324,7 @@ async def run_eval(
         "docs": len(docs),
         "config": config.model_dump(mode="json"),
         "methods": summarise_records([r for r in records if r["method"] in methods]),
+        "errors": errors,
     }
     out.write_text(json.dumps(result, indent=2))
     return result

@@ -80,7 +80,8 @@ def test_run_eval_all_methods_and_resume(tmp_path):
     )
     saved = json.loads(out.read_text())
     assert saved == json.loads(json.dumps(result))
-    assert set(saved) == {"model", "dataset", "docs", "config", "methods"}
+    assert set(saved) == {"model", "dataset", "docs", "config", "methods", "errors"}
+    assert saved["errors"] == []
     m = saved["methods"]
     assert set(m) == set(methods)
     for name in ("cos", "zero-shot", "density", "reference", "content"):
@@ -122,3 +123,65 @@ def test_run_eval_all_methods_and_resume(tmp_path):
     plot(saved, tmp_path / "fig.png")
     assert (tmp_path / "fig.png").stat().st_size > 1000
     assert facts(DOC)
+
+
+class FailsOn(ScriptedFakeModel):
+    """Raises for prompts that mention ``marker`` (one document's calls fail)."""
+
+    def __init__(self, marker, **kw):
+        super().__init__(**kw)
+        self.marker = marker
+
+    async def chat(self, messages, **kw):
+        if self.marker and any(self.marker in m["content"] for m in messages):
+            raise RuntimeError("context size exceeded")
+        return await super().chat(messages, **kw)
+
+
+def test_a_failing_document_is_reported_and_retried_on_rerun(tmp_path):
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl"))
+    out = tmp_path / "r.json"
+    cfg = CoSConfig(iterations=1, train_questions=4, val_questions=2)
+    model = FailsOn("topic1", thesis_facts=2)
+    first = asyncio.run(
+        run_eval(
+            model, docs, methods=["zero-shot"], config=cfg, out=out, model_name="f", dataset="d"
+        )
+    )
+    assert [(e["doc_id"], e["method"]) for e in first["errors"]] == [("d1", "zero-shot")]
+    assert "context size exceeded" in first["errors"][0]["error"]
+    assert first["methods"]["zero-shot"]["docs"] == 2
+    model.marker = None
+    before = len(model.calls)
+    second = asyncio.run(
+        run_eval(
+            model, docs, methods=["zero-shot"], config=cfg, out=out, model_name="f", dataset="d"
+        )
+    )
+    assert second["errors"] == [] and second["methods"]["zero-shot"]["docs"] == 3
+    assert len(model.calls) - before == 2  # only d1 redone: its summary + its answers
+
+
+def test_cos_eval_command_over_http(tmp_path):
+    """`cos eval` end to end against an OpenAI-compatible HTTP server (scripted answers)."""
+    from openai_server import FakeOpenAIServer
+    from typer.testing import CliRunner
+
+    import cos_integrations.cli_eval  # noqa: F401 - registers the command
+    from cos_integrations.cli import app
+
+    data = write_dataset(tmp_path / "d.jsonl", n=2)
+    out = tmp_path / "r.json"
+    with FakeOpenAIServer(ScriptedFakeModel(thesis_facts=2)) as server:
+        args = ["eval", "--data", str(data), "--methods", "zero-shot,content", "--out", str(out)]
+        args += ["--base-url", server.base_url, "--model", "fake", "--context-tokens", "4096"]
+        res = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    saved = json.loads(out.read_text())
+    assert saved["docs"] == 2 and saved["config"]["context_tokens"] == 4096
+    assert saved["methods"]["content"]["heldout_f1"] == 1.0
+    assert "zero-shot" in res.output and "wrote" in res.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    res = CliRunner().invoke(app, ["eval", "--data", str(bad), "--out", str(out)])
+    assert res.exit_code == 2 and "line 1" in res.output
