@@ -185,3 +185,30 @@ def test_cos_eval_command_over_http(tmp_path):
     bad.write_text("not json\n")
     res = CliRunner().invoke(app, ["eval", "--data", str(bad), "--out", str(out)])
     assert res.exit_code == 2 and "line 1" in res.output
+
+
+def test_refine_from_traffic_learns_only_from_the_traffic_half(tmp_path):
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
+    model = ScriptedFakeModel(thesis_facts=2)
+    cfg = CoSConfig(iterations=1, questions_per_iteration=2, train_questions=4, val_questions=2)
+    result = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["fallback"],
+            config=cfg,
+            out=tmp_path / "r.json",
+            model_name="fake",
+            dataset="d",
+            refine_from_traffic=True,
+        )
+    )
+    fb = result["methods"]["fallback"]
+    learning = [
+        m[-1]["content"] for task, m in model.calls if task in ("source_answer", "rewrite", "fact")
+    ]
+    traffic = [q.question for d in docs for q in d.qas[: len(d.qas) // 2]]
+    test = [q.question for d in docs for q in d.qas[len(d.qas) // 2 :]]
+    assert any(q in p for q in traffic for p in learning)  # the traffic misses were learned
+    assert not any(q in p for q in test for p in learning)  # the test half never leaked
+    assert fb["test_after"]["hit_rate"] >= fb["test_before"]["hit_rate"]
