@@ -373,8 +373,9 @@ def main() -> None:
     """Entry point of the ``cos`` script."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # Chroma: never phone home
     from . import cli_admin, cli_eval  # noqa: F401 - register their commands
+    from .cli import app as registered  # under `python -m`, this module is __main__, not .cli
 
-    app()
+    registered()
 
 
 if __name__ == "__main__":

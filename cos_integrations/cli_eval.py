@@ -11,7 +11,7 @@ from rich.table import Table
 
 from .cli import BaseUrlOpt, LocalOpt, ModelOpt, _progress, _setup_logging, app, console, err
 from .config import CoSConfig
-from .runtime import open_model
+from .runtime import describe_choice, open_model
 
 
 @app.command("eval")
@@ -74,6 +74,9 @@ def eval_command(
         echo=console.print,
     ) as llm:
         name = getattr(llm, "name", type(llm).__name__)
+        if describe_choice(model, base_url, local_model) != "endpoint":
+            # the embedded server's port changes per run; the name must not, or resume breaks
+            name = f"{getattr(llm, 'model', name)} (embedded)"
         with _progress() as progress:
             total = len(docs) * len([m for m in chosen if m != "fallback"]) + (
                 len(docs) if "fallback" in chosen else 0

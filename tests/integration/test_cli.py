@@ -102,3 +102,27 @@ def test_ingest_and_query_against_a_chroma_server(folder, tmp_path, chroma_serve
     assert client.get_collection("cos_summaries").count() == 2
     hit = cos("query", "garden gate", "--index", str(index), "--threshold", "0.0")
     assert "HIT" in hit.stdout and "garden.md" in hit.stdout
+
+
+def test_eval_on_the_embedded_model_resumes_across_server_restarts(tmp_path):
+    """Each run starts a fresh server on a new port; the second run must still resume."""
+    data = tmp_path / "d.jsonl"
+    row = {
+        "doc_id": "lease",
+        "title": "Lease",
+        "text": DOCS["lease.txt"],
+        "qas": [{"question": "When is rent due?", "answers": ["the 5th day of each month"]}],
+    }
+    data.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "r.json"
+    args = ["eval", "--data", str(data), "--methods", "zero-shot,content", "--out", str(out)]
+    args += ["--local-model", "smoke", "--context-tokens", "4096", "--max-summary-words", "30"]
+    first = cos(*args)
+    assert first.returncode == 0, first.stderr + first.stdout
+    saved = json.loads(out.read_text())
+    assert saved["model"].endswith("(embedded)") and "127.0.0.1" not in saved["model"]
+    assert saved["methods"]["zero-shot"]["calls_per_doc"] == 1
+    second = cos(*args)
+    assert second.returncode == 0, second.stderr + second.stdout
+    assert "lease zero-shot" in first.stdout and "lease zero-shot" not in second.stdout
+    assert json.loads(out.read_text())["methods"] == saved["methods"]
