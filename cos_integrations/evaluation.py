@@ -122,6 +122,18 @@ async def _one(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig) -> 
                     f1, _ = await _answer_all(llm, it.summary, doc.qas)
                     per_iter.append((it.index, f1))
             record["heldout_f1_per_iteration"] = per_iter
+            record["iterations"] = [  # what selection saw, to study the selection rule
+                {
+                    "index": it.index,
+                    "kind": str(it.kind),
+                    "train_score": it.train_score,
+                    "val_score": it.val_score,
+                    "accepted": it.accepted,
+                    "failed": it.failed,
+                    "words": len(it.summary.split()),
+                }
+                for it in result.iterations
+            ]
             record["oracle_heldout_f1"] = max((f for _, f in per_iter), default=0.0)
             record["best_iteration"] = result.best_iteration
     record["seconds"] = time.monotonic() - t0
