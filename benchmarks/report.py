@@ -76,6 +76,13 @@ def report(path: Path) -> str:
                 f"| {label} ({fb['docs']} docs) | {v['heldout_f1']:.3f} | {v['hit_rate']:.0%} "
                 f"| {v['context_tokens']:.0f} |"
             )
+    if fb and ("hit_f1" in fb or "miss_f1" in fb):
+        lines += [
+            "",
+            f"F1 of hits (answered from summaries) {fb.get('hit_f1', float('nan')):.3f}, "
+            f"of misses (answered from source chunks) {fb.get('miss_f1', float('nan')):.3f} "
+            "(means over documents, test half before refinement)",
+        ]
     if r.get("errors"):
         lines += ["", f"errors: {len(r['errors'])} (left out of the means)"]
     return "\n".join(lines)

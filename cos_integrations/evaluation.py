@@ -214,12 +214,17 @@ async def _fallback(
     return out
 
 
-def _agg(rows: list[tuple[float, bool, int]]) -> dict[str, float]:
+def _agg(rows: list[tuple[float, bool, int]]) -> dict[str, float | None]:
     n = len(rows) or 1
+    hits = [r[0] for r in rows if r[1]]
+    misses = [r[0] for r in rows if not r[1]]
     return {
         "heldout_f1": sum(r[0] for r in rows) / n,
         "hit_rate": sum(r[1] for r in rows) / n,
         "context_tokens": sum(r[2] for r in rows) / n,
+        # a hit answered wrongly is the cache's failure mode: the judge trusted the summary
+        "hit_f1": sum(hits) / len(hits) if hits else None,
+        "miss_f1": sum(misses) / len(misses) if misses else None,
     }
 
 
@@ -249,6 +254,10 @@ def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]
         agg: dict[str, Any] = {"docs": len(rows)}
         for key, field in KEYS.items():
             vals = [r[field] for r in rows if r.get(field) is not None]
+            if vals:
+                agg[key] = sum(vals) / len(vals)
+        for key in ("hit_f1", "miss_f1"):
+            vals = [r[key] for r in rows if r.get(key) is not None]
             if vals:
                 agg[key] = sum(vals) / len(vals)
         for phase in ("test_before", "test_after"):
@@ -371,7 +380,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
         if per:
             xs = [int(k) for k in per]
             b.plot(xs, list(per.values()), marker="o", label=name)
-    b.set_xlabel("iteration")
+    b.xaxis.get_major_locator().set_params(integer=True)
+    b.set_xlabel("iteration (0 = thesis)")
     b.set_ylabel("held-out F1")
     b.legend()
     b.set_title("F1 per iteration")
