@@ -360,6 +360,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
     for name, m in result["methods"].items():
@@ -372,6 +373,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
                 textcoords="offset points",
             )
     a.set_xscale("log")
+    a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # labels overlap otherwise
     a.set_xlabel("summary tokens (log)")
     a.set_ylabel("held-out F1")
     a.set_title(f"{result['dataset']} ({result['docs']} docs)")
