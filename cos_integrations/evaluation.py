@@ -241,6 +241,8 @@ KEYS = {
     "oracle_heldout_f1": "oracle_heldout_f1",
     "hit_rate": "hit_rate",
     "context_tokens": "context_tokens",
+    "hit_f1": "hit_f1",
+    "miss_f1": "miss_f1",
 }
 
 
@@ -254,10 +256,6 @@ def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]
         agg: dict[str, Any] = {"docs": len(rows)}
         for key, field in KEYS.items():
             vals = [r[field] for r in rows if r.get(field) is not None]
-            if vals:
-                agg[key] = sum(vals) / len(vals)
-        for key in ("hit_f1", "miss_f1"):
-            vals = [r[key] for r in rows if r.get(key) is not None]
             if vals:
                 agg[key] = sum(vals) / len(vals)
         for phase in ("test_before", "test_after"):
