@@ -26,6 +26,7 @@ from .prompts import (
     merged_source,
     mini_messages,
     questions_messages,
+    restate_messages,
     rewrite_messages,
     thesis_messages,
 )
@@ -33,6 +34,7 @@ from .questions import (
     ParseError,
     QAPair,
     dedupe,
+    describes_document,
     parse_answers,
     parse_density,
     parse_mini,
@@ -314,17 +316,29 @@ class ChainOfSummaries:
 
     async def _thesis(self, text: str, run: _Run) -> str:
         raw = ""
+        msgs = thesis_messages(text, words=self.config.max_summary_words)
         for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(
-                thesis_messages(text, words=self.config.max_summary_words),
-                max_tokens=_summary_tokens(self.config),
-            )
+            raw = await run.call(msgs, max_tokens=_summary_tokens(self.config))
             summary = _complete_sentences(parse_summary(raw))
             if summary:
-                return summary
+                return await self._facts_not_description(msgs, raw, summary, run)
         raise CoSOutputError(
             "the model returned an empty summary", raw_output=raw, doc_id=run.doc_id
         )
+
+    async def _facts_not_description(
+        self, msgs: list[dict[str, str]], raw: str, summary: str, run: _Run
+    ) -> str:
+        """A summary that describes the document ("The document provides an overview of
+        ...") is asked once more, in the same conversation, to state the facts instead."""
+        if not describes_document(summary):
+            return summary
+        again = await run.call(restate_messages(msgs, raw), max_tokens=_summary_tokens(self.config))
+        restated = _complete_sentences(parse_summary(again))
+        if restated and not describes_document(restated):
+            return restated
+        run.warn("the summary describes the document instead of stating its facts")
+        return restated or summary
 
     # ----------------------------------------------------------------- CoS proper
     async def _cos(self, text: str, run: _Run, human: list[QAPair], *, draft: bool) -> CoSResult:
@@ -578,11 +592,12 @@ class ChainOfSummaries:
 
     async def _merge(self, summaries: list[str], run: _Run) -> str:
         raw = ""
+        msgs = merge_messages(summaries, words=self.config.max_summary_words)
         for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(merge_messages(summaries, words=self.config.max_summary_words))
+            raw = await run.call(msgs)
             merged = parse_summary(raw)
             if merged:
-                return merged
+                return await self._facts_not_description(msgs, raw, merged, run)
         raise CoSOutputError(
             "merging section summaries returned nothing", raw_output=raw, doc_id=run.doc_id
         )

@@ -33,14 +33,27 @@ __all__ = [
     "density_messages",
     "mini_messages",
     "merge_messages",
+    "restate_messages",
     "merged_source",
     "QUESTIONS_SCHEMA",
     "ANSWERS_SCHEMA",
 ]
 
-PROMPT_VERSION = "cos-prompts-v2"
+PROMPT_VERSION = "cos-prompts-v3"
 
 Message = dict[str, str]
+
+# Small models often answer "summarise" with what the document is about ("The document
+# provides a comprehensive overview of ..."): no fact in it can answer a question.
+STATE_FACTS = (
+    'State the facts themselves; never describe the document (do not write "The document '
+    'provides/discusses ...").'
+)
+RESTATE = (
+    "That describes what the document is about instead of stating its facts. Rewrite the "
+    "summary so that every sentence states facts from the document itself (names, numbers, "
+    "dates, places, definitions), within the same length. Plain text only."
+)
 
 SOURCE_PREAMBLE = (
     "You are a careful assistant that works on the document below. The text between the "
@@ -108,9 +121,21 @@ def thesis_messages(text: str, *, words: int) -> list[Message]:
     task = (
         f"Write an information-dense summary of the document in at most {words} words. A reader "
         "must be able to answer factual questions (names, numbers, dates, places, definitions) "
-        "from the summary alone. Plain text only, no title, no preamble."
+        f"from the summary alone. {STATE_FACTS} Plain text only, no title, no preamble."
     )
     return [source_message(text), {"role": "user", "content": task}]
+
+
+def restate_messages(messages: Sequence[Message], reply: str) -> list[Message]:
+    """Follow-up when a summary described the document instead of stating its facts.
+
+    The conversation is continued, so the document-first prefix stays cached.
+    """
+    return [
+        *messages,
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": RESTATE},
+    ]
 
 
 def questions_messages(
@@ -251,7 +276,7 @@ def merge_messages(section_summaries: Sequence[str], *, words: int) -> list[Mess
         "The document above is made of summaries of consecutive sections of one long "
         f"document. Merge them into a single information-dense summary of at most {words} "
         "words that keeps the facts (names, numbers, dates, places, definitions) a reader "
-        "is most likely to ask about. Plain text only, no preamble."
+        f"is most likely to ask about. {STATE_FACTS} Plain text only, no preamble."
     )
     return [source_message(joined), {"role": "user", "content": task}]
 

@@ -28,6 +28,7 @@ __all__ = [
     "parse_qa_pairs",
     "parse_answers",
     "parse_summary",
+    "describes_document",
     "parse_density",
     "parse_mini",
     "dedupe",
@@ -260,6 +261,28 @@ def parse_summary(text: str, *, draft: bool = False) -> str:
     text = _TAGS.sub("", text).strip()
     text = _SUMMARY_PREFIX.sub("", text, count=1).strip()
     return text
+
+
+_DESCRIBES = re.compile(
+    r"^\W*(?:the|this)\s+(?:\w+\s+)?(?:document|text|article|passage|paper|report|content|"
+    r"file|excerpt)s?\b[^.]{0,40}?\b(?:provides?|discuss(?:es)?|describes?|covers?|gives?|"
+    r"offers?|outlines?|presents?|explores?|highlights?|focus(?:es)?|is about|contains?|"
+    r"summari[sz]es?|details?|explains?|deals? with|talks? about)\b",
+    re.I,
+)
+
+
+def describes_document(summary: str) -> bool:
+    """True when a summary opens by describing the document ("The document provides an
+    overview of ...") instead of stating its facts: small models do that often, and such
+    a summary answers almost nothing.
+
+    >>> describes_document("The document provides a comprehensive overview of Warsaw.")
+    True
+    >>> describes_document("The paper was founded in 1851 by Henry Raymond.")
+    False
+    """
+    return bool(_DESCRIBES.match(summary))
 
 
 _ENTITIES = re.compile(r"missing\s+entities\s*:\s*(.*)", re.I)

@@ -53,6 +53,8 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "ref_rewrite"
     if "Generate " in last and "questions about the document" in last:
         return "questions"
+    if last.startswith("That describes what the document is about"):
+        return "restate"
     if "Write an information-dense summary" in last:
         return "thesis"
     if last.startswith("Questions:\n"):
@@ -131,6 +133,9 @@ class ScriptedFakeModel:
     def _thesis(self, messages) -> str:
         fs = list(facts(self._doc(messages)).items())[: self.thesis_facts]
         return " ".join(f"The {k} is {v}." for k, v in fs)
+
+    def _restate(self, messages) -> str:
+        return self._thesis(messages)  # the facts, from the document that opens the chat
 
     def _questions(self, messages) -> str:
         last = messages[-1]["content"]

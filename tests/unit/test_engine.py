@@ -398,3 +398,38 @@ def test_rewrite_that_drops_the_summary_is_appended_not_replacing():
     rewrite = result.iterations[1]
     assert rewrite.summary.startswith(result.iterations[0].summary)
     assert len(facts(rewrite.summary)) == 5
+
+
+META = "The document provides a comprehensive overview of the lease and its items."
+
+
+def test_summary_that_describes_the_document_is_asked_for_its_facts():
+    model = ScriptedFakeModel(thesis_facts=3, script={"thesis": [META]})
+    result = ChainOfSummaries(model, CoSConfig.fast(strategy="zero-shot")).summarize(DOC)
+    assert model.counts["restate"] == 1
+    thesis_msgs = next(m for t, m in model.calls if t == "thesis")
+    restate_msgs = next(m for t, m in model.calls if t == "restate")
+    # the same conversation: the document-first prefix is reused, the bad reply is shown
+    assert restate_msgs[: len(thesis_msgs)] == thesis_msgs
+    assert restate_msgs[len(thesis_msgs)] == {"role": "assistant", "content": META}
+    assert result.summary.startswith("The lease item 0 is value 0a.")
+    assert result.usage.calls == 2 and not result.warnings
+
+
+def test_summary_of_facts_is_not_asked_again_and_stubborn_description_is_kept_with_warning():
+    model = ScriptedFakeModel()
+    ChainOfSummaries(model, CoSConfig.fast(strategy="zero-shot")).summarize(DOC)
+    assert model.counts["restate"] == 0
+    stubborn = ScriptedFakeModel(script={"thesis": [META], "restate": [META]})
+    result = ChainOfSummaries(stubborn, CoSConfig.fast(strategy="zero-shot")).summarize(DOC)
+    assert result.summary == META and stubborn.counts["restate"] == 1
+    assert any("describes the document" in w for w in result.warnings)
+
+
+def test_merged_summary_that_describes_the_document_is_restated():
+    doc = "\n\n".join(make_document(30, topic=f"part{i}") for i in range(6))
+    model = ScriptedFakeModel(thesis_facts=1, script={"merge": [META]})
+    cfg = CoSConfig.fast(strategy="zero-shot", context_tokens=1600, max_output_tokens=300)
+    result = ChainOfSummaries(model, cfg).summarize(doc)
+    assert model.counts["restate"] == 1
+    assert not result.summary.startswith("The document") and facts(result.summary)
