@@ -118,6 +118,9 @@ def test_ties_go_to_the_shorter_summary():
         IterationRecord(index=3, kind="rewrite", summary="z", val_score=0.9, accepted=False),
     ]
     assert _choose(its).index == 1
+    # a validation tie goes to the better refinement score before the shorter summary
+    its[0].train_score, its[1].train_score = 0.75, 0.25
+    assert _choose(its).index == 0
 
 
 def _between_summary(messages):
