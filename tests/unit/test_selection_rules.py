@@ -53,12 +53,15 @@ def test_engine_rule_replayed_and_alternatives_scored(tmp_path):
         replayed = engine_rule([r for r in recorded if r["accepted"] and not r["failed"]])
         assert replayed["index"] == _choose(its).index
     path = tmp_path / "r.docs.jsonl"
+    unscored = _record([IterationRecord(index=0, kind="thesis", summary="a", failed=True)], [0])
+    unscored.update(heldout_f1_per_iteration=[], heldout_f1=0.1)  # every rule returns it
     lines = [_record(tie, [0.2, 0.6, 1.0]), _record(clear, [0.4, 0.1]), {"method": "zero-shot"}]
+    lines.append(unscored)
     path.write_text("\n".join(json.dumps(r) for r in lines))
     table = rules.replay([path])
-    assert table.startswith("2 documents")
-    # engine now: iteration 1 (0.6) and 0 (0.4); old rule: 0 (0.2) and 0 (0.4)
-    assert "| validation, ties higher refinement score (engine now) | 0.500 |" in table
-    assert "| validation, ties shorter (engine until prompts v3) | 0.300 |" in table
+    assert table.startswith("3 documents")
+    # engine now: iteration 1 (0.6), 0 (0.4), the unscored 0.1; old rule: 0.2, 0.4, 0.1
+    assert "| validation, ties higher refinement score (engine now) | 0.367 |" in table
+    assert "| validation, ties shorter (engine until prompts v3) | 0.233 |" in table
     # the rejected rewrite (held-out 1.0) is never chosen, but the oracle sees it
-    assert "| oracle (best on the held-out questions) | 0.700 |" in table
+    assert "| oracle (best on the held-out questions) | 0.500 |" in table
