@@ -265,9 +265,10 @@ def parse_summary(text: str, *, draft: bool = False) -> str:
 
 _DESCRIBES = re.compile(
     r"^\W*(?:the|this)\s+(?:\w+\s+)?(?:document|text|article|passage|paper|report|content|"
-    r"file|excerpt)s?\b[^.]{0,40}?\b(?:provides?|discuss(?:es)?|describes?|covers?|gives?|"
-    r"offers?|outlines?|presents?|explores?|highlights?|focus(?:es)?|is about|contains?|"
-    r"summari[sz]es?|details?|explains?|deals? with|talks? about)\b",
+    r"file|excerpt|study|review)s?\b[^.]{0,40}?\b(?:provides?|discuss(?:es)?|describes?|"
+    r"covers?|gives?|offers?|outlines?|presents?|explores?|highlights?|focus(?:es)?|is about|"
+    r"contains?|summari[sz]es?|details?|explains?|deals? with|talks? about|reports?|"
+    r"investigates?|examines?|analy[sz]es?|reviews?)\b",
     re.I,
 )
 
@@ -278,6 +279,8 @@ def describes_document(summary: str) -> bool:
     a summary answers almost nothing.
 
     >>> describes_document("The document provides a comprehensive overview of Warsaw.")
+    True
+    >>> describes_document("This review summarizes the techniques used to study B cells.")
     True
     >>> describes_document("The paper was founded in 1851 by Henry Raymond.")
     False
