@@ -383,7 +383,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
     b.xaxis.get_major_locator().set_params(integer=True)
     b.set_xlabel("iteration (0 = thesis)")
     b.set_ylabel("held-out F1")
-    b.legend()
+    if b.lines:
+        b.legend()
+    else:  # e.g. a zero-shot-only run: no iterations to draw
+        b.text(0.5, 0.5, "no iterations in this run", ha="center", transform=b.transAxes)
     b.set_title("F1 per iteration")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

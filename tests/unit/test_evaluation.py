@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import warnings
 
 import pytest
 from fakes import ScriptedFakeModel, facts, make_document
@@ -122,6 +123,11 @@ def test_run_eval_all_methods_and_resume(tmp_path):
     assert len(model.calls) == calls  # resumed: nothing recomputed
     plot(saved, tmp_path / "fig.png")
     assert (tmp_path / "fig.png").stat().st_size > 1000
+    # a run without iterations (zero-shot only) plots without a warning
+    only_zero_shot = {**saved, "methods": {"zero-shot": saved["methods"]["zero-shot"]}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot(only_zero_shot, tmp_path / "zs.png")
     assert facts(DOC)
 
 
