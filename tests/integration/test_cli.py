@@ -121,7 +121,8 @@ def test_eval_on_the_embedded_model_resumes_across_server_restarts(tmp_path):
     assert first.returncode == 0, first.stderr + first.stdout
     saved = json.loads(out.read_text())
     assert saved["model"].endswith("(embedded)") and "127.0.0.1" not in saved["model"]
-    assert saved["methods"]["zero-shot"]["calls_per_doc"] == 1
+    # one summary call, two when the summary describes the document and is asked again
+    assert saved["methods"]["zero-shot"]["calls_per_doc"] in (1, 2)
     second = cos(*args)
     assert second.returncode == 0, second.stderr + second.stdout
     assert "lease zero-shot" in first.stdout and "lease zero-shot" not in second.stdout
