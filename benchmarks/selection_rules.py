@@ -18,6 +18,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from cos_integrations.engine import _choose
+from cos_integrations.result import IterationRecord
+
 Iteration = dict
 Rule = Callable[[list[Iteration]], Iteration]
 
@@ -32,14 +35,29 @@ def _all(it: Iteration, n_train: int, n_val: int) -> float:
     return (t * n_train + v * n_val) / (n_train + n_val)
 
 
+def _engine(its: list[Iteration]) -> Iteration:
+    """The engine's own rule (``engine._choose``), applied to the recorded iterations."""
+    records = [
+        IterationRecord(
+            index=it["index"],
+            kind=it["kind"],
+            summary="w " * it["words"],  # only the length matters to the rule
+            train_score=it["train_score"],
+            val_score=it["val_score"],
+            accepted=it["accepted"],
+            failed=it["failed"],
+        )
+        for it in its
+    ]
+    return its[records.index(_choose(records))]
+
+
 RULES: dict[str, Rule] = {
-    # the engine's rule today: validation, ties to the shorter, then the earlier
+    # the rule the recorded runs used: validation, ties to the shorter, then the earlier
     "validation, ties shorter (engine until prompts v3)": lambda its: max(
         its, key=lambda it: (_val(it), -it["words"], -it["index"])
     ),
-    "validation, ties higher refinement score (engine now)": lambda its: max(
-        its, key=lambda it: (_val(it), it["train_score"] or 0.0, -it["words"], -it["index"])
-    ),
+    "validation, ties higher refinement score (engine now)": _engine,
     "validation, ties later": lambda its: max(its, key=lambda it: (_val(it), it["index"])),
     "all synthetic questions (4 train + 3 val)": lambda its: max(
         its, key=lambda it: (_all(it, 4, 3), -it["words"], -it["index"])

@@ -25,6 +25,7 @@ def _record(its: list[IterationRecord], heldout: list[float]) -> dict:
         "iterations": [
             {
                 "index": it.index,
+                "kind": str(it.kind),
                 "train_score": it.train_score,
                 "val_score": it.val_score,
                 "accepted": it.accepted,
