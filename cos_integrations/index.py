@@ -442,6 +442,44 @@ class CoSIndex:
             hits = sorted(hits, key=lambda h: -h.score)[:k]
         return hits
 
+    def rank_stored_text(
+        self,
+        query: str,
+        k: int = 4,
+        *,
+        doc_ids: Sequence[str],
+        embedding: list[float] | None = None,
+        max_chunks: int = 256,
+    ) -> list[SearchHit]:
+        """Top-``k`` chunks of the *stored* full text of ``doc_ids``, chunked and embedded
+        now (at most ``max_chunks`` per document): the miss path of an index that holds no
+        chunk vectors, e.g. one written by a LlamaIndex pipeline that emits only summary
+        nodes. Items are ``kind="chunk"`` with ``cos_on_the_fly=True`` in their metadata."""
+        if k <= 0:
+            return []
+        pieces: list[tuple[str, int, str, Any]] = []
+        for doc_id in dict.fromkeys(doc_ids):
+            doc = self.store.get_document(doc_id)
+            if doc is None or not doc.text.strip():
+                continue
+            chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
+            pieces += [(doc_id, i, c, doc) for i, c in enumerate(chunks[:max_chunks])]
+        if not pieces:
+            return []
+        emb = embedding or self.embedder.embed_query(query)
+        vectors = self.embedder.embed_documents([p[2] for p in pieces])
+        qn = sum(x * x for x in emb) ** 0.5 or 1.0
+        out = []
+        for (doc_id, i, text, doc), vec in zip(pieces, vectors, strict=True):
+            vn = sum(x * x for x in vec) ** 0.5 or 1.0
+            score = sum(a * b for a, b in zip(emb, vec, strict=True)) / (qn * vn)
+            meta = flatten_metadata(
+                {"doc_id": doc_id, "source": doc.source, "title": doc.title, "chunk": i}
+            )
+            meta.update(cos_kind="chunk", cos_on_the_fly=True)
+            out.append(SearchHit(f"{doc_id}::text::{i}", doc_id, text, float(score), meta, "chunk"))
+        return sorted(out, key=lambda h: -h.score)[:k]
+
     def _query(self, collection, emb, k: int, where: dict | None, kind: str) -> list[SearchHit]:
         n = collection.count()
         if n == 0:

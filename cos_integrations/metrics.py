@@ -23,6 +23,7 @@ __all__ = [
     "rouge_l",
     "is_unanswered",
     "is_grounded",
+    "echoes_question",
 ]
 
 _STOP = {
@@ -105,6 +106,29 @@ def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> 
     if any(n not in have for n in numbers):
         return False
     return sum(w in have for w in words) / len(words) >= min_share
+
+
+def echoes_question(answer: str | None, question: str) -> bool:
+    """True when every content word of the answer is already in the question.
+
+    A small model that finds nothing in its context often answers with the question's own
+    subject ("Who presented the mace to the Scottish Parliament?" -> "Scottish Parliament"),
+    and that answer is always "grounded", since the context mentions the subject too. It is
+    not an answer, so it must not count as a cache hit.
+
+    Example:
+        >>> echoes_question("the Parliament", "Who gave the mace to the Parliament?")
+        True
+        >>> echoes_question("the Queen", "Who gave the mace to the Parliament?")
+        False
+    """
+    if answer is None:
+        return False
+    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
+    if not words:
+        return False
+    asked = set(normalize_answer(question).split())
+    return all(w in asked for w in words)
 
 
 def _aliases(gold: str | Iterable[str]) -> list[str]:

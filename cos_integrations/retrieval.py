@@ -4,9 +4,16 @@ The decision, the full-text fallback, the refine-queue entry and the hit/miss co
 here once; the LlamaIndex and LangChain retrievers wrap this and only convert types.
 
 Hit rule: the best summary's cosine similarity must clear ``threshold``; with
-``judge="llm"`` the model must also find the answer in the summaries that clear it (one
-call, whose answer is kept, so answering a hit costs nothing more). A hit returns the top-k
-summaries; a miss returns the top-k source chunks, from the candidate documents first.
+``judge="llm"`` the model must also answer the query from the hit context (one call, whose
+answer is kept, so answering a hit costs nothing more), and the answer must pass the
+checks: it occurs in that context (always), it is not the question's own words
+(``reject_echo``), and it occurs in the stored full text of the summarised document
+(``verify_source``, no model call: it catches summaries that state what the source does
+not). ``hit_context`` chooses what the judge reads and a hit returns: the summaries that
+clear the threshold (``"summaries"``), the best one (``"best"``), or the best summary and
+the best source chunk of its document (``"best+chunk"``). A miss returns the top-k source
+chunks; an index without chunk vectors (a LlamaIndex pipeline that emits only summaries)
+falls back to the candidates' stored text, chunked and ranked on the fly.
 
 Example:
     >>> retriever = FallbackRetriever(index, llm=llm, judge="llm")   # doctest: +SKIP
@@ -24,24 +31,33 @@ from typing import Literal
 
 from ._sync import run_sync
 from .index import CoSIndex, SearchHit
-from .metrics import is_grounded, is_unanswered
+from .metrics import echoes_question, is_grounded, is_unanswered
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
 from .questions import ParseError, parse_answers
 from .text import estimate_tokens
 from .usage import Usage
 
-__all__ = ["FallbackRetriever", "RetrievalResult", "answer_from"]
+__all__ = ["FallbackRetriever", "RetrievalResult", "answer_from", "ask", "HIT_CONTEXTS"]
 
 log = logging.getLogger(__name__)
 
 Judge = Literal["score", "llm"]
 RefineMode = Literal["queue", "background", "off"]
+HitContext = Literal["summaries", "best", "best+chunk"]
+HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk")
 
 
 @dataclass
 class RetrievalResult:
-    """What a query got: hit or miss, the items, and (when the model was asked) an answer."""
+    """What a query got: hit or miss, the items, and (when the model was asked) an answer.
+
+    ``judge_answer`` is the model's answer from the hit context before the checks, and
+    ``checks`` says which checks it passed (``in_context``, ``not_echo``, ``in_source``),
+    so a caller can see why a query missed. ``fallback`` says where a miss's items came
+    from: ``"chunks"`` (chunk vectors) or ``"stored text"`` (no chunk vectors: the
+    candidates' stored full text, chunked and ranked on the fly).
+    """
 
     query: str
     hit: bool
@@ -52,10 +68,35 @@ class RetrievalResult:
     job_id: int | None = None
     not_covered: bool = False
     usage: Usage = field(default_factory=Usage)
+    judge_answer: str | None = None
+    judge_context_tokens: int = 0
+    checks: dict[str, bool] = field(default_factory=dict)
+    fallback: str | None = None
 
     @property
     def context_tokens(self) -> int:
         return sum(estimate_tokens(h.text) for h in self.items)
+
+
+def _content(items: list[SearchHit]) -> str:
+    return "\n\n".join(f"[{h.metadata.get('title') or h.doc_id}]\n{h.text}" for h in items)
+
+
+async def ask(
+    llm: ChatModel, query: str, items: list[SearchHit], *, max_tokens: int = 128
+) -> tuple[str | None, Usage]:
+    """One call: the model's answer to ``query`` from the texts of ``items`` (``None`` for
+    an empty reply), unchecked. Plain chunk RAG is this call over the top-k chunks."""
+    res = await llm.chat(
+        answer_messages(_content(items), [query]),
+        max_tokens=max_tokens,
+        json_schema=ANSWERS_SCHEMA,
+    )
+    try:
+        answer = parse_answers(res.text, 1)[0]
+    except ParseError:
+        answer = res.text.strip() or None
+    return answer, res.usage
 
 
 async def answer_from(
@@ -63,19 +104,12 @@ async def answer_from(
 ) -> tuple[str | None, Usage]:
     """One call: answer ``query`` from the texts of ``items``; ``None`` when the model does
     not know or gives an answer that is not in those texts (see :func:`is_grounded`)."""
-    content = "\n\n".join(f"[{h.metadata.get('title') or h.doc_id}]\n{h.text}" for h in items)
-    res = await llm.chat(
-        answer_messages(content, [query]), max_tokens=max_tokens, json_schema=ANSWERS_SCHEMA
-    )
-    try:
-        answer = parse_answers(res.text, 1)[0]
-    except ParseError:
-        answer = res.text.strip() or None
-    if not is_grounded(answer, content):
+    answer, usage = await ask(llm, query, items, max_tokens=max_tokens)
+    if not is_grounded(answer, _content(items)):
         if answer and not is_unanswered(answer):
             log.info("answer %r to %r is not in the retrieved text: not a hit", answer, query)
-        return None, res.usage
-    return answer, res.usage
+        return None, usage
+    return answer, usage
 
 
 class FallbackRetriever:
@@ -83,7 +117,13 @@ class FallbackRetriever:
 
     ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos refine`` worker processes), ``"off"``,
     or ``"background"`` (``on_miss`` is called with the job id, e.g. a background worker's
-    ``notify``).
+    ``notify``). ``hit_context``, ``reject_echo`` and ``verify_source`` shape the hit
+    decision (see the module docstring); ``k`` summaries are searched either way.
+
+    Example:
+        >>> retriever = FallbackRetriever(index, llm=llm, judge="llm", k=2)  # doctest: +SKIP
+        >>> retriever.retrieve("When is rent due?").hit                      # doctest: +SKIP
+        True
     """
 
     def __init__(
@@ -97,9 +137,14 @@ class FallbackRetriever:
         fallback_k: int | None = None,
         refine_on_miss: RefineMode = "queue",
         on_miss: Callable[[RetrievalResult], None] | None = None,
+        hit_context: HitContext = "summaries",
+        reject_echo: bool = False,
+        verify_source: bool = False,
     ) -> None:
         if judge == "llm" and llm is None:
             raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
+        if hit_context not in HIT_CONTEXTS:
+            raise ValueError(f"hit_context must be one of {HIT_CONTEXTS}, not {hit_context!r}")
         self.index = index
         self.llm = llm
         self.k = k
@@ -108,6 +153,9 @@ class FallbackRetriever:
         self.fallback_k = fallback_k
         self.refine_on_miss = refine_on_miss
         self.on_miss = on_miss
+        self.hit_context = hit_context
+        self.reject_echo = reject_echo
+        self.verify_source = verify_source
         self.hits = 0
         self.misses = 0
 
@@ -126,19 +174,34 @@ class FallbackRetriever:
         relevant = [c for c in candidates if c.score >= self.threshold]
         usage = Usage()
         answer: str | None = None
+        judge_answer: str | None = None
+        checks: dict[str, bool] = {}
+        context: list[SearchHit] = []
+        if relevant:
+            context = await self._context(query, relevant, embedding)
         if not relevant:
             hit, reason = False, f"best similarity {best.score:.3f} < {self.threshold}"
         elif self.judge == "llm":
             assert self.llm is not None
-            answer, usage = await answer_from(self.llm, query, relevant)
-            hit = answer is not None
-            reason = "summaries answer the query" if hit else "summaries do not answer it"
+            judge_answer, usage = await ask(self.llm, query, context)
+            checks = await asyncio.to_thread(self._checks, judge_answer, query, context)
+            failed = [name for name in self._required() if not checks[name]]
+            hit = not failed
+            answer = judge_answer if hit else None
+            reason = (
+                "summaries answer the query"
+                if hit
+                else f"summaries do not answer it ({', '.join(failed)} failed)"
+            )
         else:
             hit, reason = True, f"best similarity {best.score:.3f} >= {self.threshold}"
+        judged = self.judge == "llm" and bool(relevant)
+        judge_tokens = sum(estimate_tokens(h.text) for h in context) if judged else 0
         if hit:
             self.hits += 1
-            # the top-k summaries, best first: a hit is decided on the best, callers get k
-            items = [*candidates]
+            # "summaries": callers get the top-k summaries, best first (the hit was decided
+            # on those that clear the threshold); otherwise what the answer came from
+            items = [*candidates] if self.hit_context == "summaries" else context
             for h in items:
                 h.metadata["cos_hit"] = True
             await asyncio.to_thread(
@@ -148,8 +211,65 @@ class FallbackRetriever:
                 query,
                 context_tokens=sum(estimate_tokens(h.text) for h in items),
             )
-            return RetrievalResult(query, True, items, reason, candidates, answer, usage=usage)
-        return await self._miss(query, k, candidates, embedding, reason, usage)
+            return RetrievalResult(
+                query,
+                True,
+                items,
+                reason,
+                candidates,
+                answer,
+                usage=usage,
+                judge_answer=judge_answer,
+                judge_context_tokens=judge_tokens,
+                checks=checks,
+            )
+        res = await self._miss(query, k, candidates, embedding, reason, usage)
+        res.judge_answer, res.checks, res.judge_context_tokens = judge_answer, checks, judge_tokens
+        return res
+
+    def _required(self) -> list[str]:
+        names = ["in_context"]
+        if self.reject_echo:
+            names.append("not_echo")
+        if self.verify_source:
+            names.append("in_source")
+        return names
+
+    async def _context(
+        self,
+        query: str,
+        relevant: list[SearchHit],
+        embedding: list[float],
+    ) -> list[SearchHit]:
+        """What the judge reads and a hit returns (see ``hit_context``)."""
+        if self.hit_context == "summaries":
+            return relevant
+        best = relevant[0]
+        if self.hit_context == "best":
+            return [best]
+        chunks = await asyncio.to_thread(
+            self.index.search_chunks, query, 1, doc_ids=[best.doc_id], embedding=embedding
+        )
+        if not chunks:
+            chunks = await asyncio.to_thread(
+                self.index.rank_stored_text, query, 1, doc_ids=[best.doc_id], embedding=embedding
+            )
+        return [best, *chunks[:1]]
+
+    def _checks(self, answer: str | None, query: str, context: list[SearchHit]) -> dict[str, bool]:
+        """Every check on the judge's answer (cheap, no model call); the decision uses
+        those this retriever requires, and the rest are reported for diagnosis."""
+        in_context = is_grounded(answer, _content(context))
+        sources = []
+        for doc_id in dict.fromkeys(h.doc_id for h in context):
+            doc = self.index.store.get_document(doc_id)
+            if doc is not None:
+                sources.append(doc.text)
+        return {
+            "in_context": in_context,
+            "not_echo": not echoes_question(answer, query),
+            "in_source": in_context and is_grounded(answer, "\n".join(sources)),
+        }
 
     async def _miss(self, query, k, candidates, embedding, reason, usage) -> RetrievalResult:
         index = self.index
@@ -177,6 +297,15 @@ class FallbackRetriever:
         glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
         merged = {h.id: h for h in [*glob, *scoped]}
         items = sorted(merged.values(), key=lambda h: -h.score)[:fk]
+        fallback = "chunks"
+        if not items:
+            # No chunk vectors (e.g. a pipeline that indexed only summaries): the stored
+            # full text of the candidate documents, chunked and ranked now.
+            items = await asyncio.to_thread(
+                index.rank_stored_text, query, fk, doc_ids=doc_ids, embedding=embedding
+            )
+            fallback = "stored text"
+            reason += "; no chunk vectors: ranked the candidates' stored text"
         for h in items:
             h.metadata["cos_hit"] = False
         self.misses += 1
@@ -192,7 +321,7 @@ class FallbackRetriever:
             context_tokens=sum(estimate_tokens(h.text) for h in items),
         )
         result = RetrievalResult(
-            query, False, items, reason, candidates, job_id=job_id, usage=usage
+            query, False, items, reason, candidates, job_id=job_id, usage=usage, fallback=fallback
         )
         log.info("cache miss for %r (%s); refine job %s on %s", query, reason, job_id, target)
         if self.on_miss and job_id is not None:

@@ -66,7 +66,8 @@ def test_run_eval_all_methods_and_resume(tmp_path):
         val_questions=3,
         max_summary_words=200,
     )
-    methods = ["cos", "zero-shot", "density", "reference", "content", "fallback"]
+    methods = ["cos", "zero-shot", "density", "reference", "content", "fallback", "rag"]
+    methods.append("right-doc")
     result = asyncio.run(
         run_eval(
             model,
@@ -81,7 +82,7 @@ def test_run_eval_all_methods_and_resume(tmp_path):
     )
     saved = json.loads(out.read_text())
     assert saved == json.loads(json.dumps(result))
-    assert set(saved) == {"model", "dataset", "docs", "config", "methods", "errors"}
+    assert set(saved) == {"model", "dataset", "docs", "config", "retrieval", "methods", "errors"}
     assert saved["errors"] == []
     m = saved["methods"]
     assert set(m) == set(methods)
