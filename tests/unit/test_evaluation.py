@@ -219,3 +219,88 @@ def test_refine_from_traffic_learns_only_from_the_traffic_half(tmp_path):
     assert any(q in p for q in traffic for p in learning)  # the traffic misses were learned
     assert not any(q in p for q in test for p in learning)  # the test half never leaked
     assert fb["test_after"]["hit_rate"] >= fb["test_before"]["hit_rate"]
+
+
+def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
+    from cos_integrations.evaluation import RetrievalEvalOptions, retrieval_table
+
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=3))
+    model = ScriptedFakeModel(thesis_facts=2)  # summaries hold items 0-1; questions ask 10-13
+    cfg = CoSConfig(iterations=0, train_questions=2, val_questions=1)
+    cache = tmp_path / "answers.jsonl"
+    opts = RetrievalEvalOptions(summary_method="zero-shot", test_half=True, threshold=0.0)
+    kw = dict(config=cfg, model_name="fake", dataset="d", answer_cache=cache)
+    result = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["rag", "fallback", "right-doc"],
+            out=tmp_path / "r.json",
+            retrieval=opts,
+            **kw,
+        )
+    )
+    m = result["methods"]
+    n_test = sum(len(d.qas) - len(d.qas) // 2 for d in docs)
+    assert m["rag"]["questions"] == m["fallback"]["questions"] == n_test == 6
+    # the index holds all 3 documents: rag has to find the right one, and does
+    assert m["rag"]["heldout_f1"] == 1.0 and m["right-doc"]["heldout_f1"] == 1.0
+    assert m["rag"]["calls_per_question"] == 1.0
+    fb = m["fallback"]
+    # the summaries lack the asked facts: every question misses and is answered from chunks
+    assert fb["hit_rate"] == 0.0 and fb["miss_f1"] == 1.0 and "hit_f1" not in fb
+    assert fb["calls_per_question"] == 2.0  # the judge, then the miss's answer
+    assert fb["context_tokens"] > m["rag"]["context_tokens"]  # the judge's context counts
+    recs = [json.loads(line) for line in (tmp_path / "r.json.docs.jsonl").read_text().splitlines()]
+    row = next(r for r in recs if r["method"] == "fallback")["questions"][0]
+    assert row["judge_answer"] == "I don't know" and row["checks"]["in_context"] is False
+    rag_row = next(r for r in recs if r["method"] == "rag")["questions"][0]
+    assert row["docs"] == rag_row["docs"]  # the miss path retrieved rag's chunks
+    # one call per distinct prompt: the misses reused rag's answers (the zero-shot method
+    # answers its document's questions in one call each: len(docs) more)
+    answer_calls = sum(1 for task, _ in model.calls if task == "answer")
+    assert answer_calls == 3 * n_test + len(docs)
+    assert [r[0] for r in retrieval_table(m)] == ["rag", "fallback", "right-doc"]
+    # another hit rule over the same (recorded) summaries: only the judge's new prompts
+    # are asked
+    before = len(model.calls)
+    again = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["rag", "fallback"],
+            out=tmp_path / "best.json",
+            retrieval=opts.model_copy(
+                update={
+                    "hit_context": "best",
+                    "summaries_from": str(tmp_path / "r.json.docs.jsonl"),
+                }
+            ),
+            **kw,
+        )
+    )
+    assert again["methods"]["rag"]["heldout_f1"] == 1.0
+    new_calls = model.calls[before:]
+    assert len(new_calls) == n_test and all(t == "answer" for t, _ in new_calls)
+
+
+def test_summaries_from_a_recorded_run_must_cover_every_document(tmp_path):
+    from cos_integrations.evaluation import RetrievalEvalOptions
+
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
+    recorded = tmp_path / "old.docs.jsonl"
+    recorded.write_text(json.dumps({"doc_id": "d0", "method": "cos", "summary": "x"}) + "\n")
+    opts = RetrievalEvalOptions(summaries_from=str(recorded))
+    with pytest.raises(ValueError, match="no 'cos' summary for \\['d1'\\]"):
+        asyncio.run(
+            run_eval(
+                ScriptedFakeModel(),
+                docs,
+                methods=["rag"],
+                config=CoSConfig(),
+                out=tmp_path / "r.json",
+                model_name="f",
+                dataset="d",
+                retrieval=opts,
+            )
+        )

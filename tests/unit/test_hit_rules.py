@@ -1,0 +1,102 @@
+"""The hit decision's levers on a real Chroma index with the prompt-reading fake model:
+the echo check, the source check, the hit context, and the stored-text fallback on a miss."""
+
+import asyncio
+import json
+
+import pytest
+from fakes import ScriptedFakeModel, make_document
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.metrics import echoes_question
+from cos_integrations.retrieval import FallbackRetriever
+
+TOPICS = ["lease", "garden", "parking"]
+
+
+@pytest.fixture
+def filled(index):
+    model = ScriptedFakeModel(thesis_facts=2)  # summaries hold items 0 and 1 of 8
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    documents = [
+        SourceDocument(doc_id=t, text=make_document(8, topic=t), source=f"{t}.txt", title=t)
+        for t in TOPICS
+    ]
+    asyncio.run(index.aingest(documents, engine))
+    return index, model
+
+
+def judge(index, model, **kw):
+    return FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=2, **kw)
+
+
+def one_answer(text):
+    return json.dumps({"answers": [{"id": 1, "answer": text}]})
+
+
+def test_echoes_question():
+    assert echoes_question("Scottish Parliament", "Who gave the mace to the Scottish Parliament?")
+    assert not echoes_question("the Queen", "Who gave the mace to the Scottish Parliament?")
+    assert not echoes_question(None, "Who?") and not echoes_question("", "Who?")
+
+
+def test_an_answer_that_repeats_the_question_is_a_hit_only_without_reject_echo(filled):
+    index, model = filled
+    q = "What is the garden item 1?"
+    model.script["answer"] = [one_answer("garden item"), one_answer("garden item")]
+    loose = judge(index, model).retrieve(q)
+    assert loose.hit and loose.answer == "garden item"  # grounded: the summary says it
+    strict = judge(index, model, reject_echo=True).retrieve(q)
+    assert not strict.hit and strict.answer is None and strict.judge_answer == "garden item"
+    assert strict.checks == {"in_context": True, "not_echo": False, "in_source": True}
+    assert "not_echo failed" in strict.reason and strict.items[0].kind == "chunk"
+
+
+def test_verify_source_rejects_a_summary_fact_the_source_does_not_state(filled):
+    index, model = filled
+    # a summary that states a wrong value (as the 1.5B model's summaries sometimes did)
+    index.store.publish_version(
+        "garden", "The garden item 1 is value 9z.", expected_version=1, created_by="human"
+    )
+    index.sync_document("garden")
+    q = "What is the garden item 1?"
+    trusting = judge(index, model).retrieve(q)
+    assert trusting.hit and trusting.answer == "value 9z"
+    checked = judge(index, model, verify_source=True).retrieve(q)
+    assert not checked.hit and checked.checks["in_source"] is False
+    assert checked.checks["in_context"] is True
+    # the miss returns the source chunk that has the right value
+    assert any("garden item 1 is value 1b" in h.text for h in checked.items)
+
+
+def test_hit_context_best_and_best_plus_chunk(filled):
+    index, model = filled
+    q = "What is the garden item 6?"  # only in the source, not in the 2-fact summary
+    assert not judge(index, model).retrieve(q).hit
+    best = judge(index, model, hit_context="best").retrieve("What is the garden item 1?")
+    assert best.hit and [h.kind for h in best.items] == ["summary"]
+    both = judge(index, model, hit_context="best+chunk").retrieve(q)
+    assert both.hit and both.answer == "value 6g"
+    assert [h.kind for h in both.items] == ["summary", "chunk"]
+    assert {h.doc_id for h in both.items} == {"garden"}
+    assert both.judge_context_tokens == both.context_tokens > 0
+    prompt = model.calls[-1][1][0]["content"]
+    assert "garden item 6 is value 6g" in prompt  # the judge read the chunk
+    with pytest.raises(ValueError, match="hit_context"):
+        judge(index, model, hit_context="everything")
+
+
+def test_a_miss_without_chunk_vectors_ranks_the_stored_text(filled):
+    index, model = filled
+    index.chunks.delete(where={"doc_id": {"$in": TOPICS}})  # a summaries-only index
+    assert index.chunks.count() == 0
+    q = "What is the parking item 5?"
+    res = judge(index, model).retrieve(q)
+    assert not res.hit and res.fallback == "stored text"
+    assert "stored text" in res.reason
+    assert res.items and all(h.kind == "chunk" and h.metadata["cos_on_the_fly"] for h in res.items)
+    assert "parking item 5 is value 5f" in res.items[0].text
+    # best+chunk also finds its chunk in the stored text
+    hit = judge(index, model, hit_context="best+chunk").retrieve(q)
+    assert hit.hit and hit.answer == "value 5f"
