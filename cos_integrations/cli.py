@@ -21,6 +21,12 @@ from rich.table import Table
 
 from .config import PRESETS, CoSConfig
 from .engine import ChainOfSummaries
+from .retrieval import (
+    DEFAULT_HIT_CONTEXT,
+    DEFAULT_REJECT_ECHO,
+    DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_SOURCE,
+)
 from .runtime import open_model
 
 app = typer.Typer(
@@ -216,7 +222,18 @@ def query(
     judge: Annotated[
         str | None, typer.Option(help="score, or llm (default with --answer).")
     ] = None,
-    threshold: Annotated[float, typer.Option(help="Summary similarity needed for a hit.")] = 0.80,
+    threshold: Annotated[
+        float, typer.Option(help="Summary similarity needed to ask the judge.")
+    ] = DEFAULT_THRESHOLD,
+    hit_context: Annotated[
+        str, typer.Option(help="What the judge reads: summaries, best or best+chunk.")
+    ] = DEFAULT_HIT_CONTEXT,
+    reject_echo: Annotated[
+        bool, typer.Option(help="An answer made of the question's own words is a miss.")
+    ] = DEFAULT_REJECT_ECHO,
+    verify_source: Annotated[
+        bool, typer.Option(help="A hit's answer must also occur in the stored source.")
+    ] = DEFAULT_VERIFY_SOURCE,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -224,17 +241,28 @@ def query(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Search the summaries; on a miss, fall back to full text and queue a refinement."""
-    from .retrieval import FallbackRetriever, answer_from
+    from .retrieval import HIT_CONTEXTS, FallbackRetriever, answer_from
 
     _setup_logging(verbose)
     idx = _open_index(index, chroma_url=chroma_url)
     judge = judge or ("llm" if answer else "score")
     if judge not in ("score", "llm"):
         raise typer.BadParameter("judge must be score or llm")
+    if hit_context not in HIT_CONTEXTS:
+        raise typer.BadParameter(f"hit-context must be one of {', '.join(HIT_CONTEXTS)}")
     needs_model = answer or judge == "llm"
 
     def show(llm) -> None:
-        retriever = FallbackRetriever(idx, llm=llm, k=k, threshold=threshold, judge=judge)  # type: ignore[arg-type]
+        retriever = FallbackRetriever(
+            idx,
+            llm=llm,
+            k=k,
+            threshold=threshold,
+            judge=judge,  # type: ignore[arg-type]
+            hit_context=hit_context,  # type: ignore[arg-type]
+            reject_echo=reject_echo,
+            verify_source=verify_source,
+        )
         res = retriever.retrieve(text)
         label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"
         console.print(f"{label} {text!r}: {res.reason}")

@@ -38,7 +38,18 @@ from .questions import ParseError, parse_answers
 from .text import estimate_tokens
 from .usage import Usage
 
-__all__ = ["FallbackRetriever", "RetrievalResult", "answer_from", "ask", "HIT_CONTEXTS"]
+__all__ = [
+    "FallbackRetriever",
+    "RetrievalResult",
+    "answer_from",
+    "ask",
+    "HIT_CONTEXTS",
+    "HitContext",
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_HIT_CONTEXT",
+    "DEFAULT_REJECT_ECHO",
+    "DEFAULT_VERIFY_SOURCE",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +57,12 @@ Judge = Literal["score", "llm"]
 RefineMode = Literal["queue", "background", "off"]
 HitContext = Literal["summaries", "best", "best+chunk"]
 HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk")
+
+# The hit rule's defaults, in one place: the CLI and both frameworks' retrievers use these.
+DEFAULT_THRESHOLD = 0.80
+DEFAULT_HIT_CONTEXT: HitContext = "summaries"
+DEFAULT_REJECT_ECHO = False
+DEFAULT_VERIFY_SOURCE = False
 
 
 @dataclass
@@ -132,14 +149,14 @@ class FallbackRetriever:
         *,
         llm: ChatModel | None = None,
         k: int = 4,
-        threshold: float = 0.80,
+        threshold: float = DEFAULT_THRESHOLD,
         judge: Judge = "score",
         fallback_k: int | None = None,
         refine_on_miss: RefineMode = "queue",
         on_miss: Callable[[RetrievalResult], None] | None = None,
-        hit_context: HitContext = "summaries",
-        reject_echo: bool = False,
-        verify_source: bool = False,
+        hit_context: HitContext = DEFAULT_HIT_CONTEXT,
+        reject_echo: bool = DEFAULT_REJECT_ECHO,
+        verify_source: bool = DEFAULT_VERIFY_SOURCE,
     ) -> None:
         if judge == "llm" and llm is None:
             raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')

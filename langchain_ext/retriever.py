@@ -19,7 +19,15 @@ from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations._sync import run_sync
 from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.retrieval import FallbackRetriever, RetrievalResult
+from cos_integrations.retrieval import (
+    DEFAULT_HIT_CONTEXT,
+    DEFAULT_REJECT_ECHO,
+    DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_SOURCE,
+    FallbackRetriever,
+    HitContext,
+    RetrievalResult,
+)
 
 from .chat_model import as_chat_model
 from .embeddings import as_embedder
@@ -72,8 +80,11 @@ class CoSFallbackRetriever(BaseRetriever):
 
     index_path: str
     k: int = 4
-    threshold: float = 0.80
+    threshold: float = DEFAULT_THRESHOLD
     judge: Literal["score", "llm"] = "score"
+    hit_context: HitContext = DEFAULT_HIT_CONTEXT
+    reject_echo: bool = DEFAULT_REJECT_ECHO
+    verify_source: bool = DEFAULT_VERIFY_SOURCE
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
     chroma_url: str | None = None
     cos_config: CoSConfig | None = None
@@ -165,6 +176,9 @@ class CoSFallbackRetriever(BaseRetriever):
             judge=self.judge,
             refine_on_miss=self.refine_on_miss,
             on_miss=on_miss,
+            hit_context=self.hit_context,
+            reject_echo=self.reject_echo,
+            verify_source=self.verify_source,
         )
 
     def _background_refiner(self, llm: Any):

@@ -22,7 +22,15 @@ from pydantic import PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.index import CoSIndex, SearchHit
-from cos_integrations.retrieval import FallbackRetriever, RetrievalResult
+from cos_integrations.retrieval import (
+    DEFAULT_HIT_CONTEXT,
+    DEFAULT_REJECT_ECHO,
+    DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_SOURCE,
+    FallbackRetriever,
+    HitContext,
+    RetrievalResult,
+)
 
 from .embeddings import as_embedder
 from .llm import as_chat_model
@@ -92,8 +100,11 @@ class CoSFallbackRetriever(BaseRetriever):
         *,
         llm: Any = None,
         similarity_top_k: int = 4,
-        threshold: float = 0.80,
+        threshold: float = DEFAULT_THRESHOLD,
         judge: Literal["score", "llm"] = "score",
+        hit_context: HitContext = DEFAULT_HIT_CONTEXT,
+        reject_echo: bool = DEFAULT_REJECT_ECHO,
+        verify_source: bool = DEFAULT_VERIFY_SOURCE,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
         config: CoSConfig | None = None,
         callback_manager: CallbackManager | None = None,
@@ -121,6 +132,9 @@ class CoSFallbackRetriever(BaseRetriever):
             judge=judge,
             refine_on_miss=refine_on_miss,
             on_miss=on_miss,
+            hit_context=hit_context,
+            reject_echo=reject_echo,
+            verify_source=verify_source,
         )
 
     @classmethod

@@ -187,3 +187,27 @@ def test_lcel_chain(retriever):
 def test_judge_llm_requires_a_model(tmp_path):
     with pytest.raises(ValueError, match="needs llm"):
         CoSFallbackRetriever(index_path=str(tmp_path), judge="llm")
+
+
+def test_hit_rule_options_reach_the_core(tmp_path):
+    from cos_integrations.embeddings import HashingEmbedder
+
+    kw = dict(llm=langchain_fake(), embeddings=HashingEmbedder(256), k=2, cos_config=CFG)
+    loose = CoSFallbackRetriever.from_persist_dir(tmp_path / "ix", threshold=0.1, judge="llm", **kw)
+    loose.add_documents(docs())
+    q = "What is the garden item 7?"  # only in the source; the summaries hold items 0-1
+    assert not loose.invoke(q)[0].metadata["cos_hit"]
+    judged = CoSFallbackRetriever.from_persist_dir(
+        tmp_path / "ix",
+        threshold=0.1,
+        judge="llm",
+        hit_context="best+chunk",
+        reject_echo=True,
+        verify_source=True,
+        **kw,
+    )
+    out = judged.invoke(q)  # the best summary's own chunk answers it
+    assert [d.metadata["cos_kind"] for d in out] == ["summary", "chunk"]
+    assert all(d.metadata["cos_hit"] and d.metadata["doc_id"] == "garden" for d in out)
+    with pytest.raises(ValueError):
+        CoSFallbackRetriever(index_path=str(tmp_path / "ix"), hit_context="all")

@@ -225,3 +225,36 @@ def test_query_engine_and_vector_store_index(retriever, setup):
     )
     plain = index.as_retriever(similarity_top_k=2).retrieve("garden item")
     assert plain and plain[0].node.metadata["doc_id"]
+
+
+def test_summary_only_pipeline_misses_fall_back_to_the_stored_text(tmp_path):
+    """emit="summary" (the default) writes no chunk vectors: a miss must still find the
+    source, from the stored full text, and a best+chunk hit reads it too."""
+    path = tmp_path / "index"
+    client = chromadb.PersistentClient(path=str(path))
+    collection = client.get_or_create_collection(
+        "cos_summaries", configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+    )
+    fake = ScriptedFakeModel()
+    IngestionPipeline(
+        transformations=[
+            CoSSummaryTransform(
+                llm=llamaindex_fake(fake), config=CFG, store_path=path / "cos.sqlite"
+            ),
+            llamaindex_hash_embedding(),
+        ],
+        vector_store=ChromaVectorStore(chroma_collection=collection),
+    ).run(documents=docs())
+    assert not collection.get(where={"cos_kind": "chunk"})["ids"]
+    kw = dict(llm=llamaindex_fake(fake), embed_model=llamaindex_hash_embedding(), judge="llm")
+    retriever = CoSFallbackRetriever.from_persist_dir(path, similarity_top_k=2, threshold=0.1, **kw)
+    miss = retriever.retrieve("What is the garden item 7?")
+    assert miss and not any(n.node.metadata["cos_hit"] for n in miss)
+    assert all(n.node.metadata["cos_on_the_fly"] for n in miss)
+    assert any("garden item 7 is value 7h" in n.node.get_content() for n in miss)
+    both = CoSFallbackRetriever.from_persist_dir(
+        path, similarity_top_k=2, threshold=0.1, hit_context="best+chunk", **kw
+    )
+    hit = both.retrieve("What is the garden item 7?")
+    assert [n.node.metadata["cos_kind"] for n in hit] == ["summary", "chunk"]
+    assert all(n.node.metadata["cos_hit"] for n in hit)

@@ -1,0 +1,128 @@
+"""Replay hit rules on the per-question records of a `cos eval` retrieval run, no model.
+
+    python benchmarks/hit_rules.py benchmarks/results/rag-default-B.json.docs.jsonl \
+        [--rag benchmarks/results/rag-default-A.json.docs.jsonl] \
+        [--data ../shared/data/squad-v1.1-dev-chunks.jsonl]
+
+Each fallback row keeps the judge's unchecked answer (from the hit context), its checks
+(in_context, not_echo, in_source) and the best summary's similarity. A rule (threshold, set
+of required checks) decides hit or miss per question; a hit is answered by the judge's
+answer, a miss by rag's answer to the same question (the miss path retrieves the same top-k
+chunks as rag: the script reports how often the recorded misses did). Exact for thresholds
+at or above the run's own (below it the judge was not asked) and for the checks; the
+before-refinement phase only. Prints a Markdown table, one row per rule, beside rag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from itertools import product
+from pathlib import Path
+
+from cos_integrations.metrics import exact_match
+
+CHECKS = (
+    ("in context (today)", ("in_context",)),
+    ("+ not an echo", ("in_context", "not_echo")),
+    ("+ in the source", ("in_context", "in_source")),
+    ("+ not an echo + in the source", ("in_context", "not_echo", "in_source")),
+)
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--rag", type=Path, help="docs.jsonl with the rag rows (default: run)")
+    ap.add_argument("--data", type=Path, default=Path("../shared/data/squad-v1.1-dev-chunks.jsonl"))
+    ap.add_argument("--thresholds", default="0.75,0.80,0.82,0.84,0.86")
+    args = ap.parse_args()
+    recs = load(args.run)
+    rag_recs = load(args.rag) if args.rag else recs
+    gold = {}
+    for line in args.data.read_text().splitlines():
+        d = json.loads(line)
+        for q in d["qas"]:
+            gold[(d["doc_id"], q["question"])] = q["answers"]
+    fb = [r for r in recs if r["method"] == "fallback"]
+    rag = {
+        (r["doc_id"], q["question"]): q
+        for r in rag_recs
+        if r["method"] == "rag"
+        for q in r["questions"]
+    }
+    right = {
+        (r["doc_id"], q["question"]): q
+        for r in rag_recs + recs
+        if r["method"] == "right-doc"
+        for q in r["questions"]
+    }
+    rows = [
+        (r["doc_id"], q) for r in fb for q in r["questions"] if (r["doc_id"], q["question"]) in rag
+    ]
+    if not rows:
+        raise SystemExit("no fallback question has a rag row")
+    opts = fb[0]["signature"]["retrieval"]
+    run_t = opts["threshold"]
+    same = [q["docs"] == rag[(d, q["question"])]["docs"] for d, q in rows if not q["hit"]]
+    print(
+        f"{len(rows)} questions over {len({d for d, _ in rows})} documents; run: hit_context "
+        f"{opts['hit_context']}, threshold {run_t}, k {opts['k']}, summaries "
+        f"{opts['summary_method']}; recorded misses that retrieved rag's chunks: "
+        f"{sum(same)}/{len(same)}\n"
+    )
+    n = len(rows)
+    g = [rag[(d, q["question"])] for d, q in rows]
+    cols = "rule|F1|EM|context tok/q|calls/q|hit rate|F1 of hits|F1 of misses|wrong hits"
+    print("| " + cols.replace("|", " | ") + " |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| rag (top-{opts['k']} chunks) | {sum(x['f1'] for x in g) / n:.3f} | "
+        f"{sum(x['em'] for x in g) / n:.3f} | {sum(x['context_tokens'] for x in g) / n:.0f} | "
+        "1.00 | | | | |"
+    )
+    rd = [right[(d, q["question"])] for d, q in rows if (d, q["question"]) in right]
+    if len(rd) == n:
+        print(
+            f"| right-doc (ceiling) | {sum(x['f1'] for x in rd) / n:.3f} | "
+            f"{sum(x['em'] for x in rd) / n:.3f} | {sum(x['context_tokens'] for x in rd) / n:.0f}"
+            " | 1.00 | | | | |"
+        )
+    thresholds = [t for t in (float(x) for x in args.thresholds.split(",")) if t >= run_t]
+    for t, (label, need) in product(thresholds, CHECKS):
+        f1s, ems, ctx, calls, hit_f1, miss_f1 = [], [], [], [], [], []
+        for (d, q), r in zip(rows, g, strict=True):
+            called = q.get("judge_context_tokens", 0) > 0 and (q["best_score"] or 0) >= t
+            hit = called and all(q["checks"].get(c) for c in need)
+            if hit:
+                f1 = q["judge_f1"]
+                em = exact_match(q["judge_answer"] or "", gold[(d, q["question"])])
+            else:
+                f1, em = r["f1"], r["em"]
+            f1s.append(f1)
+            ems.append(em)
+            ctx.append(
+                (q["judge_context_tokens"] if called else 0) + (0 if hit else r["context_tokens"])
+            )
+            calls.append(int(called) + int(not hit))
+            (hit_f1 if hit else miss_f1).append(f1)
+        hits = len(hit_f1)
+        wrong = sum(f < 0.5 for f in hit_f1) / hits if hits else None
+        print(
+            f"| t={t:.2f}, {label} | {sum(f1s) / n:.3f} | {sum(ems) / n:.3f} | "
+            f"{sum(ctx) / n:.0f} | {sum(calls) / n:.2f} | {hits / n:.0%} | "
+            + (f"{sum(hit_f1) / hits:.3f}" if hits else "")
+            + " | "
+            + (f"{sum(miss_f1) / len(miss_f1):.3f}" if miss_f1 else "")
+            + " | "
+            + (f"{wrong:.0%}" if wrong is not None else "")
+            + " |"
+        )
+
+
+if __name__ == "__main__":
+    main()
