@@ -24,6 +24,7 @@ from .engine import ChainOfSummaries
 from .retrieval import (
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
+    DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_SOURCE,
 )
@@ -234,6 +235,9 @@ def query(
     verify_source: Annotated[
         bool, typer.Option(help="A hit's answer must also occur in the stored source.")
     ] = DEFAULT_VERIFY_SOURCE,
+    require_support: Annotated[
+        bool, typer.Option(help="One context sentence must hold the answer and the question.")
+    ] = DEFAULT_REQUIRE_SUPPORT,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -262,6 +266,7 @@ def query(
             hit_context=hit_context,  # type: ignore[arg-type]
             reject_echo=reject_echo,
             verify_source=verify_source,
+            require_support=require_support,
         )
         res = retriever.retrieve(text)
         label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"

@@ -53,6 +53,9 @@ def eval_command(
     verify_source: Annotated[
         bool, typer.Option(help="fallback: a hit's answer must occur in the stored source.")
     ] = False,
+    require_support: Annotated[
+        bool, typer.Option(help="fallback: one sentence must hold the answer and the question.")
+    ] = False,
     summary_method: Annotated[
         str, typer.Option(help="rag/fallback: whose summaries the index holds.")
     ] = "cos",
@@ -105,6 +108,7 @@ def eval_command(
             hit_context=hit_context,
             reject_echo=reject_echo,
             verify_source=verify_source,
+            require_support=require_support,
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,

@@ -187,6 +187,7 @@ class RetrievalEvalOptions(BaseModel):
     )
     reject_echo: bool = False
     verify_source: bool = False
+    require_support: bool = False
     summary_method: str = "cos"
     summaries_from: str | None = None
     test_half: bool = Field(
@@ -269,6 +270,7 @@ async def _retrieval(
         hit_context=options.hit_context,  # type: ignore[arg-type]
         reject_echo=options.reject_echo,
         verify_source=options.verify_source,
+        require_support=options.require_support,
     )
     memo: dict[str, tuple[str | None, Usage]] = {}
     if answer_cache and answer_cache.is_file():

@@ -16,6 +16,8 @@ import string
 from collections import Counter
 from collections.abc import Iterable
 
+from .text import split_sentences
+
 __all__ = [
     "normalize_answer",
     "squad_f1",
@@ -24,6 +26,7 @@ __all__ = [
     "is_unanswered",
     "is_grounded",
     "echoes_question",
+    "is_supported",
 ]
 
 _STOP = {
@@ -129,6 +132,55 @@ def echoes_question(answer: str | None, question: str) -> bool:
         return False
     asked = set(normalize_answer(question).split())
     return all(w in asked for w in words)
+
+
+_ASKING = {
+    "what", "when", "where", "who", "whom", "whose", "which", "why", "how", "many", "much",
+    "did", "does", "do", "was", "were", "has", "have", "had", "can", "could", "would", "will",
+    "name", "called", "type", "kind", "year", "not", "also", "about", "into", "than",
+    "take", "took", "place", "happen", "happened", "occur", "occurred",
+}  # fmt: skip
+
+
+def _stem(word: str) -> str:
+    return word[:6] if len(word) > 6 else word.rstrip("s")
+
+
+def is_supported(
+    answer: str | None, question: str, context: str, *, min_overlap: float = 0.5
+) -> bool:
+    """True when ONE sentence of ``context`` holds the answer (see :func:`is_grounded`) and
+    at least ``min_overlap`` of the question's key words (content words that are neither
+    question words nor part of the answer; crude stems). A small model asked about a fact
+    its context lacks picks a plausible name from an unrelated sentence ("Where did the
+    spring meetings of the NFL owners take place?" -> the stadium's city); that sentence
+    does not speak of what was asked.
+
+    Example:
+        >>> ctx = "Kawann Short led the team in sacks. The game was in Santa Clara."
+        >>> is_supported("Kawann Short", "Who led the Panthers in sacks?", ctx)
+        True
+        >>> is_supported("Santa Clara", "Where did the owners meet in spring?", ctx)
+        False
+    """
+    if not is_grounded(answer, context):
+        return False
+    assert answer is not None
+    given = {_stem(w) for w in normalize_answer(answer).split()}
+    keys = {
+        _stem(w)
+        for w in normalize_answer(question).split()
+        if w not in _STOP and w not in _ASKING and _stem(w) not in given
+    }
+    for sentence in split_sentences(context):
+        if not is_grounded(answer, sentence):
+            continue
+        if not keys:
+            return True
+        have = {_stem(w) for w in normalize_answer(sentence).split()}
+        if len(keys & have) / len(keys) >= min_overlap:
+            return True
+    return False
 
 
 def _aliases(gold: str | Iterable[str]) -> list[str]:

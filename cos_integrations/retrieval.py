@@ -9,7 +9,9 @@ answer is kept, so answering a hit costs nothing more), and the answer must pass
 checks: it occurs in that context (always), it is not the question's own words
 (``reject_echo``), and it occurs in the stored full text of the summarised document
 (``verify_source``, no model call: it catches summaries that state what the source does
-not). ``hit_context`` chooses what the judge reads and a hit returns: the summaries that
+not), and one sentence of the context holds both the answer and most of the question's key
+words (``require_support``: it catches a plausible name picked from an unrelated sentence).
+``hit_context`` chooses what the judge reads and a hit returns: the summaries that
 clear the threshold (``"summaries"``), the best one (``"best"``), or the best summary and
 the best source chunk of its document (``"best+chunk"``). A miss returns the top-k source
 chunks; an index without chunk vectors (a LlamaIndex pipeline that emits only summaries)
@@ -31,7 +33,7 @@ from typing import Literal
 
 from ._sync import run_sync
 from .index import CoSIndex, SearchHit
-from .metrics import echoes_question, is_grounded, is_unanswered
+from .metrics import echoes_question, is_grounded, is_supported, is_unanswered
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
 from .questions import ParseError, parse_answers
@@ -49,6 +51,7 @@ __all__ = [
     "DEFAULT_HIT_CONTEXT",
     "DEFAULT_REJECT_ECHO",
     "DEFAULT_VERIFY_SOURCE",
+    "DEFAULT_REQUIRE_SUPPORT",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,6 +66,7 @@ DEFAULT_THRESHOLD = 0.80
 DEFAULT_HIT_CONTEXT: HitContext = "summaries"
 DEFAULT_REJECT_ECHO = False
 DEFAULT_VERIFY_SOURCE = False
+DEFAULT_REQUIRE_SUPPORT = False
 
 
 @dataclass
@@ -157,6 +161,7 @@ class FallbackRetriever:
         hit_context: HitContext = DEFAULT_HIT_CONTEXT,
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         verify_source: bool = DEFAULT_VERIFY_SOURCE,
+        require_support: bool = DEFAULT_REQUIRE_SUPPORT,
     ) -> None:
         if judge == "llm" and llm is None:
             raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
@@ -173,6 +178,7 @@ class FallbackRetriever:
         self.hit_context = hit_context
         self.reject_echo = reject_echo
         self.verify_source = verify_source
+        self.require_support = require_support
         self.hits = 0
         self.misses = 0
 
@@ -250,6 +256,8 @@ class FallbackRetriever:
             names.append("not_echo")
         if self.verify_source:
             names.append("in_source")
+        if self.require_support:
+            names.append("supported")
         return names
 
     async def _context(
@@ -286,6 +294,7 @@ class FallbackRetriever:
             "in_context": in_context,
             "not_echo": not echoes_question(answer, query),
             "in_source": in_context and is_grounded(answer, "\n".join(sources)),
+            "supported": in_context and is_supported(answer, query, _content(context)),
         }
 
     async def _miss(self, query, k, candidates, embedding, reason, usage) -> RetrievalResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["estimate_tokens", "split_sections", "TokenCounter"]
+__all__ = ["estimate_tokens", "split_sections", "split_sentences", "TokenCounter"]
 
 TokenCounter = Callable[[str], int]
 
@@ -20,6 +20,16 @@ def estimate_tokens(text: str) -> int:
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences (split after ``.``, ``!`` or ``?``) and lines, stripped, empty ones dropped.
+
+    Example:
+        >>> split_sentences("One. Two! Three")
+        ['One.', 'Two!', 'Three']
+    """
+    return [s.strip() for line in text.splitlines() for s in _SENTENCE.split(line) if s.strip()]
 
 
 def _pieces(text: str, budget: int, count: TokenCounter) -> list[str]:

@@ -22,6 +22,7 @@ from cos_integrations.loaders import SourceDocument
 from cos_integrations.retrieval import (
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
+    DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_SOURCE,
     FallbackRetriever,
@@ -85,6 +86,7 @@ class CoSFallbackRetriever(BaseRetriever):
     hit_context: HitContext = DEFAULT_HIT_CONTEXT
     reject_echo: bool = DEFAULT_REJECT_ECHO
     verify_source: bool = DEFAULT_VERIFY_SOURCE
+    require_support: bool = DEFAULT_REQUIRE_SUPPORT
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
     chroma_url: str | None = None
     cos_config: CoSConfig | None = None
@@ -179,6 +181,7 @@ class CoSFallbackRetriever(BaseRetriever):
             hit_context=self.hit_context,
             reject_echo=self.reject_echo,
             verify_source=self.verify_source,
+            require_support=self.require_support,
         )
 
     def _background_refiner(self, llm: Any):

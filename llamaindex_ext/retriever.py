@@ -25,6 +25,7 @@ from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.retrieval import (
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
+    DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_SOURCE,
     FallbackRetriever,
@@ -105,6 +106,7 @@ class CoSFallbackRetriever(BaseRetriever):
         hit_context: HitContext = DEFAULT_HIT_CONTEXT,
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         verify_source: bool = DEFAULT_VERIFY_SOURCE,
+        require_support: bool = DEFAULT_REQUIRE_SUPPORT,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
         config: CoSConfig | None = None,
         callback_manager: CallbackManager | None = None,
@@ -135,6 +137,7 @@ class CoSFallbackRetriever(BaseRetriever):
             hit_context=hit_context,
             reject_echo=reject_echo,
             verify_source=verify_source,
+            require_support=require_support,
         )
 
     @classmethod

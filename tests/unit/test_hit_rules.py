@@ -49,7 +49,8 @@ def test_an_answer_that_repeats_the_question_is_a_hit_only_without_reject_echo(f
     assert loose.hit and loose.answer == "garden item"  # grounded: the summary says it
     strict = judge(index, model, reject_echo=True).retrieve(q)
     assert not strict.hit and strict.answer is None and strict.judge_answer == "garden item"
-    assert strict.checks == {"in_context": True, "not_echo": False, "in_source": True}
+    assert strict.checks["not_echo"] is False
+    assert strict.checks["in_context"] is True and strict.checks["in_source"] is True
     assert "not_echo failed" in strict.reason and strict.items[0].kind == "chunk"
 
 
@@ -100,3 +101,38 @@ def test_a_miss_without_chunk_vectors_ranks_the_stored_text(filled):
     # best+chunk also finds its chunk in the stored text
     hit = judge(index, model, hit_context="best+chunk").retrieve(q)
     assert hit.hit and hit.answer == "value 5f"
+
+
+def test_is_supported_needs_one_sentence_with_the_answer_and_the_question():
+    from cos_integrations.metrics import is_supported
+
+    ctx = (
+        "Super Bowl 50 was played at Levi's Stadium in the San Francisco Bay Area. "
+        "The owners met in Boca Raton in spring 2013 and chose the stadium."
+    )
+    q = "Where did the spring meetings of the NFL owners take place?"
+    assert is_supported("Boca Raton", q, ctx)
+    assert not is_supported("San Francisco", q, ctx)  # grounded, but not where it was asked
+    assert not is_supported("Miami", q, ctx)  # not in the context at all
+    assert not is_supported("I don't know", q, ctx)
+    # a question made only of question words and the answer: grounding alone decides
+    assert is_supported("Levi's Stadium", "What was Levi's Stadium?", ctx)
+
+
+def test_require_support_turns_an_unrelated_pick_into_a_miss(filled):
+    index, model = filled
+    index.store.publish_version(
+        "garden",
+        "The garden item 1 is value 1b. The shed colour is value 5f.",
+        expected_version=1,
+        created_by="human",
+    )
+    index.sync_document("garden")
+    q = "What is the garden item 5?"
+    model.script["answer"] = [one_answer("value 5f"), one_answer("value 5f")]
+    loose = judge(index, model, verify_source=True).retrieve(q)
+    assert loose.hit and loose.answer == "value 5f"  # right by luck: in summary and source
+    strict = judge(index, model, require_support=True).retrieve(q)
+    assert not strict.hit and strict.checks["supported"] is False
+    assert strict.checks["in_context"] is True
+    assert judge(index, model, require_support=True).retrieve("What is the garden item 1?").hit
