@@ -27,6 +27,8 @@ CHECKS = (
     ("+ not an echo", ("in_context", "not_echo")),
     ("+ in the source", ("in_context", "in_source")),
     ("+ not an echo + in the source", ("in_context", "not_echo", "in_source")),
+    ("+ supported by one sentence", ("in_context", "supported")),
+    ("+ supported + not an echo", ("in_context", "supported", "not_echo")),
 )
 
 
@@ -93,7 +95,10 @@ def main() -> None:
             " | 1.00 | | | | |"
         )
     thresholds = [t for t in (float(x) for x in args.thresholds.split(",")) if t >= run_t]
+    recorded = set().union(*(q["checks"] for _, q in rows))
     for t, (label, need) in product(thresholds, CHECKS):
+        if not set(need) <= recorded:
+            continue  # a check this run did not record
         f1s, ems, ctx, calls, hit_f1, miss_f1 = [], [], [], [], [], []
         for (d, q), r in zip(rows, g, strict=True):
             called = q.get("judge_context_tokens", 0) > 0 and (q["best_score"] or 0) >= t

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from cos_integrations.evaluation import RETRIEVAL_COLUMNS, RETRIEVAL_METHODS, retrieval_table
+
 COLUMNS = [
     ("heldout_f1", "held-out F1", "{:.3f}"),
     ("heldout_em", "EM", "{:.3f}"),
@@ -36,7 +38,7 @@ def report(path: Path) -> str:
     lines.append("| method | docs | " + " | ".join(c[1] for c in COLUMNS) + " |")
     lines.append("|---" * (len(COLUMNS) + 2) + "|")
     for name, v in m.items():
-        if name == "fallback":
+        if name in RETRIEVAL_METHODS:
             continue
         cells = [fmt.format(v[k]) if k in v else "" for k, _, fmt in COLUMNS]
         lines.append(f"| {name} | {v['docs']} | " + " | ".join(cells) + " |")
@@ -61,8 +63,16 @@ def report(path: Path) -> str:
         f"| CoS summary tokens / source tokens | "
         f"{ratio(cos.get('summary_tokens'), cos.get('source_tokens'))} |"
     )
+    rows = retrieval_table(m)
+    if rows:
+        lines += ["", "| " + " | ".join(RETRIEVAL_COLUMNS) + " |"]
+        lines.append("|---" * len(RETRIEVAL_COLUMNS) + "|")
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        fb = m.get("fallback", {})
+        if fb.get("refine_outcomes"):
+            lines += ["", f"refine jobs: {fb['refine_outcomes']}"]
     fb = m.get("fallback")
-    if fb:
+    if fb and "questions" not in fb:
         lines += ["", "| fallback | F1 | hit rate | context tokens/question |", "|---|---|---|---|"]
         for label, v in (
             ("all scored questions", fb),
@@ -76,7 +86,7 @@ def report(path: Path) -> str:
                 f"| {label} ({fb['docs']} docs) | {v['heldout_f1']:.3f} | {v['hit_rate']:.0%} "
                 f"| {v['context_tokens']:.0f} |"
             )
-    if fb and ("hit_f1" in fb or "miss_f1" in fb):
+    if fb and "questions" not in fb and ("hit_f1" in fb or "miss_f1" in fb):
         lines += [
             "",
             f"F1 of hits (answered from summaries) {fb.get('hit_f1', float('nan')):.3f}, "
