@@ -29,6 +29,8 @@ CHECKS = (
     ("+ not an echo + in the source", ("in_context", "not_echo", "in_source")),
     ("+ supported by one sentence", ("in_context", "supported")),
     ("+ supported + not an echo", ("in_context", "supported", "not_echo")),
+    ("+ in the best chunk of its document", ("in_context", "in_chunk")),
+    ("+ in the best chunk + supported", ("in_context", "in_chunk", "supported")),
 )
 
 

@@ -26,6 +26,7 @@ from .retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_CHUNK,
     DEFAULT_VERIFY_SOURCE,
 )
 from .runtime import open_model
@@ -238,6 +239,9 @@ def query(
     require_support: Annotated[
         bool, typer.Option(help="One context sentence must hold the answer and the question.")
     ] = DEFAULT_REQUIRE_SUPPORT,
+    verify_chunk: Annotated[
+        bool, typer.Option(help="A hit's answer must be in its document's best source chunk.")
+    ] = DEFAULT_VERIFY_CHUNK,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -267,6 +271,7 @@ def query(
             reject_echo=reject_echo,
             verify_source=verify_source,
             require_support=require_support,
+            verify_chunk=verify_chunk,
         )
         res = retriever.retrieve(text)
         label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"

@@ -56,6 +56,9 @@ def eval_command(
     require_support: Annotated[
         bool, typer.Option(help="fallback: one sentence must hold the answer and the question.")
     ] = False,
+    verify_chunk: Annotated[
+        bool, typer.Option(help="fallback: the answer must be in the best chunk of its document.")
+    ] = False,
     summary_method: Annotated[
         str, typer.Option(help="rag/fallback: whose summaries the index holds.")
     ] = "cos",
@@ -109,6 +112,7 @@ def eval_command(
             reject_echo=reject_echo,
             verify_source=verify_source,
             require_support=require_support,
+            verify_chunk=verify_chunk,
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,

@@ -188,6 +188,7 @@ class RetrievalEvalOptions(BaseModel):
     reject_echo: bool = False
     verify_source: bool = False
     require_support: bool = False
+    verify_chunk: bool = False
     summary_method: str = "cos"
     summaries_from: str | None = None
     test_half: bool = Field(
@@ -271,6 +272,7 @@ async def _retrieval(
         reject_echo=options.reject_echo,
         verify_source=options.verify_source,
         require_support=options.require_support,
+        verify_chunk=options.verify_chunk,
     )
     memo: dict[str, tuple[str | None, Usage]] = {}
     if answer_cache and answer_cache.is_file():

@@ -10,7 +10,9 @@ checks: it occurs in that context (always), it is not the question's own words
 (``reject_echo``), and it occurs in the stored full text of the summarised document
 (``verify_source``, no model call: it catches summaries that state what the source does
 not), and one sentence of the context holds both the answer and most of the question's key
-words (``require_support``: it catches a plausible name picked from an unrelated sentence).
+words (``require_support``: it catches a plausible name picked from an unrelated sentence),
+and the answer occurs in the source chunk of that document closest to the query
+(``verify_chunk``: two cheap signals that must agree; a vector search, no model call).
 ``hit_context`` chooses what the judge reads and a hit returns: the summaries that
 clear the threshold (``"summaries"``), the best one (``"best"``), or the best summary and
 the best source chunk of its document (``"best+chunk"``). A miss returns the top-k source
@@ -52,6 +54,7 @@ __all__ = [
     "DEFAULT_REJECT_ECHO",
     "DEFAULT_VERIFY_SOURCE",
     "DEFAULT_REQUIRE_SUPPORT",
+    "DEFAULT_VERIFY_CHUNK",
 ]
 
 log = logging.getLogger(__name__)
@@ -67,6 +70,7 @@ DEFAULT_HIT_CONTEXT: HitContext = "summaries"
 DEFAULT_REJECT_ECHO = False
 DEFAULT_VERIFY_SOURCE = False
 DEFAULT_REQUIRE_SUPPORT = False
+DEFAULT_VERIFY_CHUNK = False
 
 
 @dataclass
@@ -162,6 +166,7 @@ class FallbackRetriever:
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         verify_source: bool = DEFAULT_VERIFY_SOURCE,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
+        verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
     ) -> None:
         if judge == "llm" and llm is None:
             raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
@@ -179,6 +184,7 @@ class FallbackRetriever:
         self.reject_echo = reject_echo
         self.verify_source = verify_source
         self.require_support = require_support
+        self.verify_chunk = verify_chunk
         self.hits = 0
         self.misses = 0
 
@@ -207,7 +213,7 @@ class FallbackRetriever:
         elif self.judge == "llm":
             assert self.llm is not None
             judge_answer, usage = await ask(self.llm, query, context)
-            checks = await asyncio.to_thread(self._checks, judge_answer, query, context)
+            checks = await asyncio.to_thread(self._checks, judge_answer, query, context, embedding)
             failed = [name for name in self._required() if not checks[name]]
             hit = not failed
             answer = judge_answer if hit else None
@@ -258,6 +264,8 @@ class FallbackRetriever:
             names.append("in_source")
         if self.require_support:
             names.append("supported")
+        if self.verify_chunk:
+            names.append("in_chunk")
         return names
 
     async def _context(
@@ -272,16 +280,20 @@ class FallbackRetriever:
         best = relevant[0]
         if self.hit_context == "best":
             return [best]
-        chunks = await asyncio.to_thread(
-            self.index.search_chunks, query, 1, doc_ids=[best.doc_id], embedding=embedding
-        )
-        if not chunks:
-            chunks = await asyncio.to_thread(
-                self.index.rank_stored_text, query, 1, doc_ids=[best.doc_id], embedding=embedding
-            )
-        return [best, *chunks[:1]]
+        chunk = await asyncio.to_thread(self._best_chunk, query, best.doc_id, embedding)
+        return [best, *chunk]
 
-    def _checks(self, answer: str | None, query: str, context: list[SearchHit]) -> dict[str, bool]:
+    def _best_chunk(self, query: str, doc_id: str, embedding: list[float]) -> list[SearchHit]:
+        """The source chunk of ``doc_id`` closest to the query (chunk vectors, or the stored
+        text chunked now when the index has none); empty when the document has no text."""
+        chunks = self.index.search_chunks(query, 1, doc_ids=[doc_id], embedding=embedding)
+        if not chunks:
+            chunks = self.index.rank_stored_text(query, 1, doc_ids=[doc_id], embedding=embedding)
+        return chunks[:1]
+
+    def _checks(
+        self, answer: str | None, query: str, context: list[SearchHit], embedding: list[float]
+    ) -> dict[str, bool]:
         """Every check on the judge's answer (cheap, no model call); the decision uses
         those this retriever requires, and the rest are reported for diagnosis."""
         in_context = is_grounded(answer, _content(context))
@@ -290,11 +302,19 @@ class FallbackRetriever:
             doc = self.index.store.get_document(doc_id)
             if doc is not None:
                 sources.append(doc.text)
+        # the best summary's document: its chunk closest to the query should hold the
+        # answer too (a vector search, no model call; already in the context for best+chunk)
+        best = next((h for h in context if h.kind == "summary"), None)
+        chunk = [h for h in context if h.kind == "chunk"][:1]
+        if best is not None and not chunk and in_context:
+            chunk = self._best_chunk(query, best.doc_id, embedding)
+        chunk_text = chunk[0].text if chunk else ""
         return {
             "in_context": in_context,
             "not_echo": not echoes_question(answer, query),
             "in_source": in_context and is_grounded(answer, "\n".join(sources)),
             "supported": in_context and is_supported(answer, query, _content(context)),
+            "in_chunk": in_context and is_grounded(answer, chunk_text),
         }
 
     async def _miss(self, query, k, candidates, embedding, reason, usage) -> RetrievalResult:

@@ -24,6 +24,7 @@ from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_CHUNK,
     DEFAULT_VERIFY_SOURCE,
     FallbackRetriever,
     HitContext,
@@ -87,6 +88,7 @@ class CoSFallbackRetriever(BaseRetriever):
     reject_echo: bool = DEFAULT_REJECT_ECHO
     verify_source: bool = DEFAULT_VERIFY_SOURCE
     require_support: bool = DEFAULT_REQUIRE_SUPPORT
+    verify_chunk: bool = DEFAULT_VERIFY_CHUNK
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
     chroma_url: str | None = None
     cos_config: CoSConfig | None = None
@@ -182,6 +184,7 @@ class CoSFallbackRetriever(BaseRetriever):
             reject_echo=self.reject_echo,
             verify_source=self.verify_source,
             require_support=self.require_support,
+            verify_chunk=self.verify_chunk,
         )
 
     def _background_refiner(self, llm: Any):

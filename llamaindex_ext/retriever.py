@@ -27,6 +27,7 @@ from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_CHUNK,
     DEFAULT_VERIFY_SOURCE,
     FallbackRetriever,
     HitContext,
@@ -107,6 +108,7 @@ class CoSFallbackRetriever(BaseRetriever):
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         verify_source: bool = DEFAULT_VERIFY_SOURCE,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
+        verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
         config: CoSConfig | None = None,
         callback_manager: CallbackManager | None = None,
@@ -138,6 +140,7 @@ class CoSFallbackRetriever(BaseRetriever):
             reject_echo=reject_echo,
             verify_source=verify_source,
             require_support=require_support,
+            verify_chunk=verify_chunk,
         )
 
     @classmethod

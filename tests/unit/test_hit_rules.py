@@ -136,3 +136,29 @@ def test_require_support_turns_an_unrelated_pick_into_a_miss(filled):
     assert not strict.hit and strict.checks["supported"] is False
     assert strict.checks["in_context"] is True
     assert judge(index, model, require_support=True).retrieve("What is the garden item 1?").hit
+
+
+def test_verify_chunk_needs_the_answer_in_the_documents_best_chunk(filled):
+    index, model = filled
+    # ~480 words, several 160-word chunks: the orchard facts first, then the barn's
+    long_doc = make_document(20, topic="orchard") + " " + make_document(40, topic="barn")
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    asyncio.run(index.aingest([SourceDocument(doc_id="orchard", text=long_doc)], engine))
+    assert len(index.chunks.get(where={"doc_id": "orchard"})["ids"]) >= 3
+    # the summary names a value the source holds far from orchard item 1 (barn item 30's)
+    index.store.publish_version(
+        "orchard", "The orchard item 1 is value 30e.", expected_version=1, created_by="human"
+    )
+    index.sync_document("orchard")
+    q = "What is the orchard item 1?"
+    source_only = judge(index, model, verify_source=True).retrieve(q)
+    assert source_only.hit and source_only.answer == "value 30e"  # in the source: passes
+    checked = judge(index, model, verify_chunk=True).retrieve(q)
+    assert not checked.hit and checked.checks["in_chunk"] is False
+    assert any("orchard item 1 is value 1b" in h.text for h in checked.items)
+    index.store.publish_version(
+        "orchard", "The orchard item 1 is value 1b.", expected_version=2, created_by="human"
+    )
+    index.sync_document("orchard")
+    right = judge(index, model, verify_chunk=True).retrieve(q)
+    assert right.hit and right.checks["in_chunk"] is True and right.answer == "value 1b"
