@@ -10,7 +10,9 @@ of required checks) decides hit or miss per question; a hit is answered by the j
 answer, a miss by rag's answer to the same question (the miss path retrieves the same top-k
 chunks as rag: the script reports how often the recorded misses did). Exact for thresholds
 at or above the run's own (below it the judge was not asked) and for the checks; the
-before-refinement phase only. Prints a Markdown table, one row per rule, beside rag.
+before-refinement phase only. Prints a Markdown table, one row per rule, beside rag; "rag's
+F1 on those" is rag's F1 on the very questions the rule answered from the cache, so a hit
+rule that loses to rag shows where.
 """
 
 from __future__ import annotations
@@ -38,14 +40,39 @@ def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def fill_in_chunk(recs: list[dict], path: Path) -> None:
+    """in_chunk depends only on the question, the judge's answer and the best summary's
+    document, so it can be computed after the run from the index the run left."""
+    from cos_integrations.index import CoSIndex
+    from cos_integrations.metrics import is_grounded
+
+    index = CoSIndex(path, create=False)
+    for r in recs:
+        for q in r.get("questions", []) if r["method"] == "fallback" else []:
+            if "in_chunk" in q["checks"] or not q.get("best_doc"):
+                continue
+            best = index.search_chunks(q["question"], 1, doc_ids=[q["best_doc"]])
+            text = best[0].text if best else ""
+            q["checks"]["in_chunk"] = bool(
+                q["checks"].get("in_context") and is_grounded(q["judge_answer"], text)
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("run", type=Path)
     ap.add_argument("--rag", type=Path, help="docs.jsonl with the rag rows (default: run)")
     ap.add_argument("--data", type=Path, default=Path("../shared/data/squad-v1.1-dev-chunks.jsonl"))
     ap.add_argument("--thresholds", default="0.75,0.80,0.82,0.84,0.86")
+    ap.add_argument(
+        "--index",
+        type=Path,
+        help="the run's index (OUT.index-*): computes in_chunk for rows recorded without it",
+    )
     args = ap.parse_args()
     recs = load(args.run)
+    if args.index:
+        fill_in_chunk(recs, args.index)
     rag_recs = load(args.rag) if args.rag else recs
     gold = {}
     for line in args.data.read_text().splitlines():
@@ -81,27 +108,30 @@ def main() -> None:
     )
     n = len(rows)
     g = [rag[(d, q["question"])] for d, q in rows]
-    cols = "rule|F1|EM|context tok/q|calls/q|hit rate|F1 of hits|F1 of misses|wrong hits"
+    cols = (
+        "rule|F1|EM|context tok/q|calls/q|hit rate|F1 of hits|rag's F1 on those|"
+        "F1 of misses|wrong hits"
+    )
     print("| " + cols.replace("|", " | ") + " |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---" * len(cols.split("|")) + "|")
     print(
         f"| rag (top-{opts['k']} chunks) | {sum(x['f1'] for x in g) / n:.3f} | "
         f"{sum(x['em'] for x in g) / n:.3f} | {sum(x['context_tokens'] for x in g) / n:.0f} | "
-        "1.00 | | | | |"
+        "1.00 | | | | | |"
     )
     rd = [right[(d, q["question"])] for d, q in rows if (d, q["question"]) in right]
     if len(rd) == n:
         print(
             f"| right-doc (ceiling) | {sum(x['f1'] for x in rd) / n:.3f} | "
             f"{sum(x['em'] for x in rd) / n:.3f} | {sum(x['context_tokens'] for x in rd) / n:.0f}"
-            " | 1.00 | | | | |"
+            " | 1.00 | | | | | |"
         )
     thresholds = [t for t in (float(x) for x in args.thresholds.split(",")) if t >= run_t]
     recorded = set().union(*(q["checks"] for _, q in rows))
     for t, (label, need) in product(thresholds, CHECKS):
         if not set(need) <= recorded:
             continue  # a check this run did not record
-        f1s, ems, ctx, calls, hit_f1, miss_f1 = [], [], [], [], [], []
+        f1s, ems, ctx, calls, hit_f1, miss_f1, rag_on_hits = [], [], [], [], [], [], []
         for (d, q), r in zip(rows, g, strict=True):
             called = q.get("judge_context_tokens", 0) > 0 and (q["best_score"] or 0) >= t
             hit = called and all(q["checks"].get(c) for c in need)
@@ -117,12 +147,14 @@ def main() -> None:
             )
             calls.append(int(called) + int(not hit))
             (hit_f1 if hit else miss_f1).append(f1)
+            if hit:
+                rag_on_hits.append(r["f1"])
         hits = len(hit_f1)
         wrong = sum(f < 0.5 for f in hit_f1) / hits if hits else None
         print(
             f"| t={t:.2f}, {label} | {sum(f1s) / n:.3f} | {sum(ems) / n:.3f} | "
             f"{sum(ctx) / n:.0f} | {sum(calls) / n:.2f} | {hits / n:.0%} | "
-            + (f"{sum(hit_f1) / hits:.3f}" if hits else "")
+            + (f"{sum(hit_f1) / hits:.3f} | {sum(rag_on_hits) / hits:.3f}" if hits else " | ")
             + " | "
             + (f"{sum(miss_f1) / len(miss_f1):.3f}" if miss_f1 else "")
             + " | "
