@@ -319,7 +319,9 @@ async def _retrieval(
         usage = Usage().add(res.usage)
         ans = res.answer
         context = res.judge_context_tokens
-        if not res.hit and res.items:
+        if ans is None and res.items:
+            # a miss answers from the chunks it returned; a hit of judge="score" (no model
+            # call to decide) answers from the summaries it returned
             ans, more = await answer(q, res.items)
             usage.add(more)
             context += res.context_tokens

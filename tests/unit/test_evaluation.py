@@ -304,3 +304,28 @@ def test_summaries_from_a_recorded_run_must_cover_every_document(tmp_path):
                 retrieval=opts,
             )
         )
+
+
+def test_score_judge_hits_are_answered_from_the_summaries(tmp_path):
+    from cos_integrations.evaluation import RetrievalEvalOptions
+
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
+    model = ScriptedFakeModel(thesis_facts=2)
+    opts = RetrievalEvalOptions(summary_method="zero-shot", judge="score", threshold=-1.0)
+    result = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["fallback"],
+            config=CoSConfig(iterations=0, train_questions=2, val_questions=1),
+            out=tmp_path / "r.json",
+            model_name="fake",
+            dataset="d",
+            retrieval=opts,
+        )
+    )
+    fb = result["methods"]["fallback"]
+    # every query hits on similarity alone; one call answers it from the summaries, which
+    # lack the asked facts
+    assert fb["hit_rate"] == 1.0 and fb["calls_per_question"] == 1.0
+    assert fb["heldout_f1"] == 0.0 and fb["wrong_hits"] == 1.0
