@@ -66,3 +66,27 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
     found = retriever.retrieve("When is the rent due?")
     assert found and found[0].node.metadata["cos_hit"] is True
     assert found[0].node.ref_doc_id in TEXTS
+    # the pipeline emitted summaries only: a miss reads the stored text, chunked now
+    missed = LIRetriever.from_persist_dir(path, embed_model=embed, threshold=1.01)
+    nodes = missed.retrieve("When is the rent due?")
+    assert nodes and all(n.node.metadata["cos_on_the_fly"] for n in nodes)
+    assert "5th day" in nodes[0].node.get_content()
+    # the strict hit rule on the real model: the decision is exactly its checks
+    strict = LIRetriever.from_persist_dir(
+        path,
+        llm=smoke_server.chat_model(),
+        embed_model=embed,
+        similarity_top_k=2,
+        threshold=0.0,
+        judge="llm",
+        hit_context="best+chunk",
+        verify_chunk=True,
+        require_support=True,
+    )
+    res = strict.core.retrieve("When is the rent due?")
+    assert set(res.checks) == {"in_context", "not_echo", "in_source", "supported", "in_chunk"}
+    assert res.hit == all(res.checks[c] for c in ("in_context", "supported", "in_chunk"))
+    if res.hit:
+        assert [h.kind for h in res.items] == ["summary", "chunk"] and res.answer
+    else:
+        assert res.answer is None and all(h.kind == "chunk" for h in res.items)
