@@ -27,7 +27,6 @@ from .retrieval import (
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_SOURCE,
 )
 from .runtime import open_model
 
@@ -233,9 +232,6 @@ def query(
     reject_echo: Annotated[
         bool, typer.Option(help="An answer made of the question's own words is a miss.")
     ] = DEFAULT_REJECT_ECHO,
-    verify_source: Annotated[
-        bool, typer.Option(help="A hit's answer must also occur in the stored source.")
-    ] = DEFAULT_VERIFY_SOURCE,
     require_support: Annotated[
         bool, typer.Option(help="One context sentence must hold the answer and the question.")
     ] = DEFAULT_REQUIRE_SUPPORT,
@@ -269,7 +265,6 @@ def query(
             judge=judge,  # type: ignore[arg-type]
             hit_context=hit_context,  # type: ignore[arg-type]
             reject_echo=reject_echo,
-            verify_source=verify_source,
             require_support=require_support,
             verify_chunk=verify_chunk,
         )

@@ -50,9 +50,6 @@ def eval_command(
     reject_echo: Annotated[
         bool, typer.Option(help="fallback: an answer made of the question's words misses.")
     ] = False,
-    verify_source: Annotated[
-        bool, typer.Option(help="fallback: a hit's answer must occur in the stored source.")
-    ] = False,
     require_support: Annotated[
         bool, typer.Option(help="fallback: one sentence must hold the answer and the question.")
     ] = False,
@@ -110,7 +107,6 @@ def eval_command(
             judge=judge,  # type: ignore[arg-type]
             hit_context=hit_context,
             reject_echo=reject_echo,
-            verify_source=verify_source,
             require_support=require_support,
             verify_chunk=verify_chunk,
             summary_method=summary_method,

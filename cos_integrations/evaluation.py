@@ -186,7 +186,6 @@ class RetrievalEvalOptions(BaseModel):
         "summaries", description="what the judge reads and a hit returns (see retrieval)"
     )
     reject_echo: bool = False
-    verify_source: bool = False
     require_support: bool = False
     verify_chunk: bool = False
     summary_method: str = "cos"
@@ -270,7 +269,6 @@ async def _retrieval(
         k=options.k,
         hit_context=options.hit_context,  # type: ignore[arg-type]
         reject_echo=options.reject_echo,
-        verify_source=options.verify_source,
         require_support=options.require_support,
         verify_chunk=options.verify_chunk,
     )

@@ -7,9 +7,7 @@ Hit rule: the best summary's cosine similarity must clear ``threshold``; with
 ``judge="llm"`` the model must also answer the query from the hit context (one call, whose
 answer is kept, so answering a hit costs nothing more), and the answer must pass the
 checks: it occurs in that context (always), it is not the question's own words
-(``reject_echo``), and it occurs in the stored full text of the summarised document
-(``verify_source``, no model call: it catches summaries that state what the source does
-not), and one sentence of the context holds both the answer and most of the question's key
+(``reject_echo``), one sentence of the context holds both the answer and most of the question's key
 words (``require_support``: it catches a plausible name picked from an unrelated sentence),
 and the answer occurs in the source chunk of that document closest to the query
 (``verify_chunk``: two cheap signals that must agree; a vector search, no model call).
@@ -52,7 +50,6 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "DEFAULT_HIT_CONTEXT",
     "DEFAULT_REJECT_ECHO",
-    "DEFAULT_VERIFY_SOURCE",
     "DEFAULT_REQUIRE_SUPPORT",
     "DEFAULT_VERIFY_CHUNK",
 ]
@@ -68,7 +65,6 @@ HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk")
 DEFAULT_THRESHOLD = 0.80
 DEFAULT_HIT_CONTEXT: HitContext = "summaries"
 DEFAULT_REJECT_ECHO = False
-DEFAULT_VERIFY_SOURCE = False
 DEFAULT_REQUIRE_SUPPORT = False
 DEFAULT_VERIFY_CHUNK = False
 
@@ -78,10 +74,12 @@ class RetrievalResult:
     """What a query got: hit or miss, the items, and (when the model was asked) an answer.
 
     ``judge_answer`` is the model's answer from the hit context before the checks, and
-    ``checks`` says which checks it passed (``in_context``, ``not_echo``, ``in_source``),
-    so a caller can see why a query missed. ``fallback`` says where a miss's items came
-    from: ``"chunks"`` (chunk vectors) or ``"stored text"`` (no chunk vectors: the
-    candidates' stored full text, chunked and ranked on the fly).
+    ``checks`` says which checks it passed (``in_context``, ``not_echo``, ``supported``,
+    ``in_chunk``, and ``in_source``, reported only: the answer occurs anywhere in the
+    stored source, which ``in_chunk`` implies), so a caller can see why a query missed.
+    ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk vectors) or
+    ``"stored text"`` (no chunk vectors: the candidates' stored full text, chunked and
+    ranked on the fly).
     """
 
     query: str
@@ -142,8 +140,8 @@ class FallbackRetriever:
 
     ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos refine`` worker processes), ``"off"``,
     or ``"background"`` (``on_miss`` is called with the job id, e.g. a background worker's
-    ``notify``). ``hit_context``, ``reject_echo`` and ``verify_source`` shape the hit
-    decision (see the module docstring); ``k`` summaries are searched either way.
+    ``notify``). ``hit_context``, ``reject_echo``, ``require_support`` and ``verify_chunk``
+    shape the hit decision (see the module docstring); ``k`` summaries are searched either way.
 
     Example:
         >>> retriever = FallbackRetriever(index, llm=llm, judge="llm", k=2)  # doctest: +SKIP
@@ -164,7 +162,6 @@ class FallbackRetriever:
         on_miss: Callable[[RetrievalResult], None] | None = None,
         hit_context: HitContext = DEFAULT_HIT_CONTEXT,
         reject_echo: bool = DEFAULT_REJECT_ECHO,
-        verify_source: bool = DEFAULT_VERIFY_SOURCE,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
         verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
     ) -> None:
@@ -182,7 +179,6 @@ class FallbackRetriever:
         self.on_miss = on_miss
         self.hit_context = hit_context
         self.reject_echo = reject_echo
-        self.verify_source = verify_source
         self.require_support = require_support
         self.verify_chunk = verify_chunk
         self.hits = 0
@@ -260,8 +256,6 @@ class FallbackRetriever:
         names = ["in_context"]
         if self.reject_echo:
             names.append("not_echo")
-        if self.verify_source:
-            names.append("in_source")
         if self.require_support:
             names.append("supported")
         if self.verify_chunk:

@@ -25,7 +25,6 @@ from cos_integrations.retrieval import (
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_SOURCE,
     FallbackRetriever,
     HitContext,
     RetrievalResult,
@@ -86,7 +85,6 @@ class CoSFallbackRetriever(BaseRetriever):
     judge: Literal["score", "llm"] = "score"
     hit_context: HitContext = DEFAULT_HIT_CONTEXT
     reject_echo: bool = DEFAULT_REJECT_ECHO
-    verify_source: bool = DEFAULT_VERIFY_SOURCE
     require_support: bool = DEFAULT_REQUIRE_SUPPORT
     verify_chunk: bool = DEFAULT_VERIFY_CHUNK
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
@@ -182,7 +180,6 @@ class CoSFallbackRetriever(BaseRetriever):
             on_miss=on_miss,
             hit_context=self.hit_context,
             reject_echo=self.reject_echo,
-            verify_source=self.verify_source,
             require_support=self.require_support,
             verify_chunk=self.verify_chunk,
         )

@@ -28,7 +28,6 @@ from cos_integrations.retrieval import (
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_SOURCE,
     FallbackRetriever,
     HitContext,
     RetrievalResult,
@@ -106,7 +105,6 @@ class CoSFallbackRetriever(BaseRetriever):
         judge: Literal["score", "llm"] = "score",
         hit_context: HitContext = DEFAULT_HIT_CONTEXT,
         reject_echo: bool = DEFAULT_REJECT_ECHO,
-        verify_source: bool = DEFAULT_VERIFY_SOURCE,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
         verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
@@ -138,7 +136,6 @@ class CoSFallbackRetriever(BaseRetriever):
             on_miss=on_miss,
             hit_context=hit_context,
             reject_echo=reject_echo,
-            verify_source=verify_source,
             require_support=require_support,
             verify_chunk=verify_chunk,
         )

@@ -54,7 +54,7 @@ def test_an_answer_that_repeats_the_question_is_a_hit_only_without_reject_echo(f
     assert "not_echo failed" in strict.reason and strict.items[0].kind == "chunk"
 
 
-def test_verify_source_rejects_a_summary_fact_the_source_does_not_state(filled):
+def test_a_summary_fact_the_source_does_not_state_fails_in_source_and_in_chunk(filled):
     index, model = filled
     # a summary that states a wrong value (as the 1.5B model's summaries sometimes did)
     index.store.publish_version(
@@ -64,8 +64,9 @@ def test_verify_source_rejects_a_summary_fact_the_source_does_not_state(filled):
     q = "What is the garden item 1?"
     trusting = judge(index, model).retrieve(q)
     assert trusting.hit and trusting.answer == "value 9z"
-    checked = judge(index, model, verify_source=True).retrieve(q)
+    checked = judge(index, model, verify_chunk=True).retrieve(q)
     assert not checked.hit and checked.checks["in_source"] is False
+    assert checked.checks["in_chunk"] is False
     assert checked.checks["in_context"] is True
     # the miss returns the source chunk that has the right value
     assert any("garden item 1 is value 1b" in h.text for h in checked.items)
@@ -130,7 +131,7 @@ def test_require_support_turns_an_unrelated_pick_into_a_miss(filled):
     index.sync_document("garden")
     q = "What is the garden item 5?"
     model.script["answer"] = [one_answer("value 5f"), one_answer("value 5f")]
-    loose = judge(index, model, verify_source=True).retrieve(q)
+    loose = judge(index, model, verify_chunk=True).retrieve(q)
     assert loose.hit and loose.answer == "value 5f"  # right by luck: in summary and source
     strict = judge(index, model, require_support=True).retrieve(q)
     assert not strict.hit and strict.checks["supported"] is False
@@ -151,8 +152,9 @@ def test_verify_chunk_needs_the_answer_in_the_documents_best_chunk(filled):
     )
     index.sync_document("orchard")
     q = "What is the orchard item 1?"
-    source_only = judge(index, model, verify_source=True).retrieve(q)
-    assert source_only.hit and source_only.answer == "value 30e"  # in the source: passes
+    source_only = judge(index, model).retrieve(q)
+    assert source_only.hit and source_only.answer == "value 30e"
+    assert source_only.checks["in_source"] is True  # in the source, so that check is fooled
     checked = judge(index, model, verify_chunk=True).retrieve(q)
     assert not checked.hit and checked.checks["in_chunk"] is False
     assert any("orchard item 1 is value 1b" in h.text for h in checked.items)

@@ -203,7 +203,8 @@ def test_hit_rule_options_reach_the_core(tmp_path):
         judge="llm",
         hit_context="best+chunk",
         reject_echo=True,
-        verify_source=True,
+        verify_chunk=True,
+        require_support=True,
         **kw,
     )
     out = judged.invoke(q)  # the best summary's own chunk answers it
