@@ -7,6 +7,10 @@
 # from a recorded run (SUMMARIES, METHOD) so every variant reads the same ones; answers are
 # cached by exact prompt in ANSWERS, so a variant that asks rag's prompt again reuses it.
 #   [OUT=...] [EXTRA="--hit-context best --threshold 0"] bash benchmarks/rag_eval.sh N MODEL METHODS
+# The hit rule defaults to the product's (retrieval.DEFAULT_*). The runs in BENCHMARKS.md:
+#   A (as shipped before): EXTRA="--hit-context summaries --threshold 0.75 --no-require-support"
+#   B, C: EXTRA="--hit-context best|best+chunk --threshold 0 --no-require-support", METHODS=fallback
+#   D2: the same as C over 60-word summaries (SUMMARIES=...squad-default-60w.json.docs.jsonl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"

@@ -22,7 +22,6 @@ from rich.table import Table
 from .config import PRESETS, CoSConfig
 from .engine import ChainOfSummaries
 from .retrieval import (
-    DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
@@ -227,8 +226,9 @@ def query(
         float, typer.Option(help="Summary similarity needed to ask the judge.")
     ] = DEFAULT_THRESHOLD,
     hit_context: Annotated[
-        str, typer.Option(help="What the judge reads: summaries, best or best+chunk.")
-    ] = DEFAULT_HIT_CONTEXT,
+        str | None,
+        typer.Option(help="What the judge reads: summaries, best or best+chunk (llm judge)."),
+    ] = None,
     reject_echo: Annotated[
         bool, typer.Option(help="An answer made of the question's own words is a miss.")
     ] = DEFAULT_REJECT_ECHO,
@@ -252,7 +252,7 @@ def query(
     judge = judge or ("llm" if answer else "score")
     if judge not in ("score", "llm"):
         raise typer.BadParameter("judge must be score or llm")
-    if hit_context not in HIT_CONTEXTS:
+    if hit_context is not None and hit_context not in HIT_CONTEXTS:
         raise typer.BadParameter(f"hit-context must be one of {', '.join(HIT_CONTEXTS)}")
     needs_model = answer or judge == "llm"
 

@@ -11,6 +11,12 @@ from rich.table import Table
 
 from .cli import BaseUrlOpt, LocalOpt, ModelOpt, _progress, _setup_logging, app, console, err
 from .config import CoSConfig
+from .retrieval import (
+    DEFAULT_REJECT_ECHO,
+    DEFAULT_REQUIRE_SUPPORT,
+    DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_CHUNK,
+)
 from .runtime import describe_choice, open_model
 
 
@@ -42,20 +48,21 @@ def eval_command(
     k: Annotated[int, typer.Option("--k", min=1, help="rag/fallback: top-k.")] = 2,
     threshold: Annotated[
         float, typer.Option(help="fallback: summary similarity needed to ask the judge.")
-    ] = 0.75,
+    ] = DEFAULT_THRESHOLD,
     judge: Annotated[str, typer.Option(help="fallback: llm or score.")] = "llm",
     hit_context: Annotated[
-        str, typer.Option(help="fallback: summaries, best or best+chunk.")
-    ] = "summaries",
+        str | None,
+        typer.Option(help="fallback: summaries, best or best+chunk (default: the product's)."),
+    ] = None,
     reject_echo: Annotated[
         bool, typer.Option(help="fallback: an answer made of the question's words misses.")
-    ] = False,
+    ] = DEFAULT_REJECT_ECHO,
     require_support: Annotated[
         bool, typer.Option(help="fallback: one sentence must hold the answer and the question.")
-    ] = False,
+    ] = DEFAULT_REQUIRE_SUPPORT,
     verify_chunk: Annotated[
         bool, typer.Option(help="fallback: the answer must be in the best chunk of its document.")
-    ] = False,
+    ] = DEFAULT_VERIFY_CHUNK,
     summary_method: Annotated[
         str, typer.Option(help="rag/fallback: whose summaries the index holds.")
     ] = "cos",

@@ -31,6 +31,12 @@ from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
 from .questions import ParseError, QAPair, parse_answers
 from .reference import reference_summarize
+from .retrieval import (
+    DEFAULT_REJECT_ECHO,
+    DEFAULT_REQUIRE_SUPPORT,
+    DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_CHUNK,
+)
 from .text import estimate_tokens
 from .usage import Usage
 
@@ -172,7 +178,8 @@ async def _one(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig) -> 
 
 
 class RetrievalEvalOptions(BaseModel):
-    """How ``fallback``, ``rag`` and ``right-doc`` are run (part of their records' signature).
+    """How ``fallback``, ``rag`` and ``right-doc`` are run (part of their records' signature);
+    the hit rule defaults to the product's (``retrieval.DEFAULT_*``).
 
     ``summaries_from`` reuses recorded summaries (``OUT.docs.jsonl`` of an earlier run,
     records of ``summary_method``) instead of computing them, so retrieval variants can be
@@ -180,14 +187,16 @@ class RetrievalEvalOptions(BaseModel):
     """
 
     k: int = Field(2, ge=1, description="summaries searched; chunks returned by rag/misses")
-    threshold: float = Field(0.75, description="summary similarity needed to ask the judge")
-    judge: Literal["llm", "score"] = "llm"
-    hit_context: Literal["summaries", "best", "best+chunk"] = Field(
-        "summaries", description="what the judge reads and a hit returns (see retrieval)"
+    threshold: float = Field(
+        DEFAULT_THRESHOLD, description="summary similarity needed to ask the judge"
     )
-    reject_echo: bool = False
-    require_support: bool = False
-    verify_chunk: bool = False
+    judge: Literal["llm", "score"] = "llm"
+    hit_context: Literal["summaries", "best", "best+chunk"] | None = Field(
+        None, description="what the judge reads and a hit returns; None: the product's default"
+    )
+    reject_echo: bool = DEFAULT_REJECT_ECHO
+    require_support: bool = DEFAULT_REQUIRE_SUPPORT
+    verify_chunk: bool = DEFAULT_VERIFY_CHUNK
     summary_method: str = "cos"
     summaries_from: str | None = None
     test_half: bool = Field(

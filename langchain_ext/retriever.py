@@ -20,7 +20,6 @@ from cos_integrations._sync import run_sync
 from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.retrieval import (
-    DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
@@ -83,7 +82,7 @@ class CoSFallbackRetriever(BaseRetriever):
     k: int = 4
     threshold: float = DEFAULT_THRESHOLD
     judge: Literal["score", "llm"] = "score"
-    hit_context: HitContext = DEFAULT_HIT_CONTEXT
+    hit_context: HitContext | None = None  # judge llm: best+chunk; score: k summaries
     reject_echo: bool = DEFAULT_REJECT_ECHO
     require_support: bool = DEFAULT_REQUIRE_SUPPORT
     verify_chunk: bool = DEFAULT_VERIFY_CHUNK

@@ -23,7 +23,6 @@ from pydantic import PrivateAttr
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.retrieval import (
-    DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
@@ -103,7 +102,7 @@ class CoSFallbackRetriever(BaseRetriever):
         similarity_top_k: int = 4,
         threshold: float = DEFAULT_THRESHOLD,
         judge: Literal["score", "llm"] = "score",
-        hit_context: HitContext = DEFAULT_HIT_CONTEXT,
+        hit_context: HitContext | None = None,
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
         verify_chunk: bool = DEFAULT_VERIFY_CHUNK,

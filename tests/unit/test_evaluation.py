@@ -228,7 +228,13 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
     model = ScriptedFakeModel(thesis_facts=2)  # summaries hold items 0-1; questions ask 10-13
     cfg = CoSConfig(iterations=0, train_questions=2, val_questions=1)
     cache = tmp_path / "answers.jsonl"
-    opts = RetrievalEvalOptions(summary_method="zero-shot", test_half=True, threshold=0.0)
+    opts = RetrievalEvalOptions(
+        summary_method="zero-shot",
+        test_half=True,
+        threshold=0.0,
+        hit_context="summaries",
+        require_support=False,
+    )
     kw = dict(config=cfg, model_name="fake", dataset="d", answer_cache=cache)
     result = asyncio.run(
         run_eval(

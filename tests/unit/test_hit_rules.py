@@ -28,7 +28,9 @@ def filled(index):
 
 
 def judge(index, model, **kw):
-    return FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=2, **kw)
+    # each test adds the levers it is about to the old rule (summaries, no support check)
+    base = dict(hit_context="summaries", require_support=False)
+    return FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=2, **{**base, **kw})
 
 
 def one_answer(text):
@@ -164,3 +166,20 @@ def test_verify_chunk_needs_the_answer_in_the_documents_best_chunk(filled):
     index.sync_document("orchard")
     right = judge(index, model, verify_chunk=True).retrieve(q)
     assert right.hit and right.checks["in_chunk"] is True and right.answer == "value 1b"
+
+
+def test_defaults_follow_the_ablation(filled):
+    from cos_integrations.retrieval import DEFAULT_THRESHOLD
+
+    index, model = filled
+    judged = FallbackRetriever(index, llm=model, judge="llm")
+    assert (judged.hit_context, judged.require_support) == ("best+chunk", True)
+    assert judged.threshold == DEFAULT_THRESHOLD == 0.84
+    # without a model judge a hit is the top-k summaries, as a retriever's k promises
+    assert FallbackRetriever(index).hit_context == "summaries"
+    # on the real default rule a fact only the source has is a hit from its chunk
+    res = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1).retrieve(
+        "What is the garden item 6?"
+    )
+    assert res.hit and res.answer == "value 6g" and res.checks["supported"]
+    assert [h.kind for h in res.items] == ["summary", "chunk"]

@@ -164,6 +164,8 @@ def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
         k=4,
         threshold=-1.0,  # random fake vectors: cosines can be negative
         judge="llm",
+        hit_context="summaries",  # one-chunk documents: best+chunk would hit item 7 too
+        require_support=False,
     )
     hit = judged.invoke("What is the garden item 0?", config={"callbacks": [Spy()]})
     assert hit[0].metadata["cos_hit"] is True
@@ -193,7 +195,9 @@ def test_hit_rule_options_reach_the_core(tmp_path):
     from cos_integrations.embeddings import HashingEmbedder
 
     kw = dict(llm=langchain_fake(), embeddings=HashingEmbedder(256), k=2, cos_config=CFG)
-    loose = CoSFallbackRetriever.from_persist_dir(tmp_path / "ix", threshold=0.1, judge="llm", **kw)
+    loose = CoSFallbackRetriever.from_persist_dir(
+        tmp_path / "ix", threshold=0.1, judge="llm", hit_context="summaries", **kw
+    )
     loose.add_documents(docs())
     q = "What is the garden item 7?"  # only in the source; the summaries hold items 0-1
     assert not loose.invoke(q)[0].metadata["cos_hit"]

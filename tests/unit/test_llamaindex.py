@@ -162,6 +162,8 @@ def retriever(setup):
         similarity_top_k=2,
         threshold=0.1,
         judge="llm",
+        hit_context="summaries",  # one-chunk documents: best+chunk would hit every fact
+        require_support=False,
     )
     return r
 
@@ -247,7 +249,9 @@ def test_summary_only_pipeline_misses_fall_back_to_the_stored_text(tmp_path):
     ).run(documents=docs())
     assert not collection.get(where={"cos_kind": "chunk"})["ids"]
     kw = dict(llm=llamaindex_fake(fake), embed_model=llamaindex_hash_embedding(), judge="llm")
-    retriever = CoSFallbackRetriever.from_persist_dir(path, similarity_top_k=2, threshold=0.1, **kw)
+    retriever = CoSFallbackRetriever.from_persist_dir(
+        path, similarity_top_k=2, threshold=0.1, hit_context="summaries", **kw
+    )
     miss = retriever.retrieve("What is the garden item 7?")
     assert miss and not any(n.node.metadata["cos_hit"] for n in miss)
     assert all(n.node.metadata["cos_on_the_fly"] for n in miss)

@@ -26,8 +26,16 @@ def filled(index):
     return index, engine, model
 
 
+# A hit here means "the summary answers it" (the refine loop's subject): the judge reads the
+# summaries alone. The product's default (best+chunk) would hit on every fact of these
+# one-chunk documents.
+SUMMARY_ONLY = dict(hit_context="summaries", require_support=False)
+
+
 def retriever(index, model, **kw):
-    return FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=2, **kw)
+    return FallbackRetriever(
+        index, llm=model, judge="llm", threshold=0.1, k=2, **{**SUMMARY_ONLY, **kw}
+    )
 
 
 def test_hit_returns_summaries_and_the_answer(filled):
@@ -86,7 +94,7 @@ def test_refine_once_publishes_and_the_query_then_hits(filled):
 
 def test_not_in_source_is_remembered(filled):
     index, engine, model = filled
-    ret = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=1)
+    ret = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=1, **SUMMARY_ONLY)
     q = "What is the lease item 99?"
     first = ret.retrieve(q)
     assert not first.hit and first.items
@@ -96,7 +104,7 @@ def test_not_in_source_is_remembered(filled):
     assert second.not_covered and second.items == []
     assert index.store.enqueue("lease", q) is None  # never queued again
     # with more candidates, one not known to be silent, the full text is still searched
-    wider = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=3)
+    wider = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=3, **SUMMARY_ONLY)
     assert not wider.retrieve(q).not_covered
 
 
