@@ -220,7 +220,7 @@ class FallbackRetriever:
             assert self.llm is not None
             judge_answer, usage = await ask(self.llm, query, context)
             checks = await asyncio.to_thread(self._checks, judge_answer, query, context, embedding)
-            failed = [name for name in self._required() if not checks[name]]
+            failed = [name for name in self._required() if not checks.get(name)]
             hit = not failed
             answer = judge_answer if hit else None
             reason = (
@@ -299,27 +299,31 @@ class FallbackRetriever:
         self, answer: str | None, query: str, context: list[SearchHit], embedding: list[float]
     ) -> dict[str, bool]:
         """Every check on the judge's answer (cheap, no model call); the decision uses
-        those this retriever requires, and the rest are reported for diagnosis."""
-        in_context = is_grounded(answer, _content(context))
+        those this retriever requires, and the rest are reported for diagnosis.
+        ``in_chunk`` is reported when the context holds a chunk or ``verify_chunk`` asks
+        for one (only then is the extra vector search made)."""
+        content = _content(context)
+        in_context = is_grounded(answer, content)
         sources = []
         for doc_id in dict.fromkeys(h.doc_id for h in context):
             doc = self.index.store.get_document(doc_id)
             if doc is not None:
                 sources.append(doc.text)
-        # the best summary's document: its chunk closest to the query should hold the
-        # answer too (a vector search, no model call; already in the context for best+chunk)
-        best = next((h for h in context if h.kind == "summary"), None)
-        chunk = [h for h in context if h.kind == "chunk"][:1]
-        if best is not None and not chunk and in_context:
-            chunk = self._best_chunk(query, best.doc_id, embedding)
-        chunk_text = chunk[0].text if chunk else ""
-        return {
+        checks = {
             "in_context": in_context,
             "not_echo": not echoes_question(answer, query),
             "in_source": in_context and is_grounded(answer, "\n".join(sources)),
-            "supported": in_context and is_supported(answer, query, _content(context)),
-            "in_chunk": in_context and is_grounded(answer, chunk_text),
+            "supported": in_context and is_supported(answer, query, content),
         }
+        # the best summary's document: its chunk closest to the query should hold the
+        # answer too (already in the context for best+chunk)
+        chunk = [h for h in context if h.kind == "chunk"][:1]
+        best = next((h for h in context if h.kind == "summary"), None)
+        if not chunk and self.verify_chunk and best is not None and in_context:
+            chunk = self._best_chunk(query, best.doc_id, embedding)
+        if chunk or self.verify_chunk:
+            checks["in_chunk"] = in_context and bool(chunk) and is_grounded(answer, chunk[0].text)
+        return checks
 
     async def _miss(self, query, k, candidates, embedding, reason, usage) -> RetrievalResult:
         index = self.index
