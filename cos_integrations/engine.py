@@ -43,20 +43,33 @@ from .questions import (
     split_bank,
 )
 from .result import CoSResult, IterationRecord, QuestionScore
-from .text import TokenCounter, estimate_tokens, split_sections
+from .text import TokenCounter, complete_sentences, estimate_tokens, split_sections
 from .usage import Usage
 
-__all__ = ["ChainOfSummaries"]
+__all__ = ["ChainOfSummaries", "ModelRun", "Evaluation", "PROMPT_OVERHEAD_TOKENS"]
 
 log = logging.getLogger(__name__)
 
-# Room for instructions, the current summary and the questions in a source-carrying prompt.
-_PROMPT_OVERHEAD_TOKENS = 700
+# Room for instructions, the current summary and the questions in a prompt that carries the
+# source: what is left of the context window for the source itself is
+# :attr:`ChainOfSummaries.source_budget` (used by the engine and by refinement alike).
+PROMPT_OVERHEAD_TOKENS = 900
 
 
 @dataclass
-class _Run:
-    """Per-document state: the model calls and what they cost."""
+class ModelRun:
+    """The model calls made for one document, and what they cost (usage and warnings).
+
+    Every step of the engine (and refinement, and the evaluation's reference procedure)
+    goes through :meth:`call`, which wraps adapter errors in :class:`CoSModelError` with
+    the document id and adds each call's usage.
+
+    Example:
+        >>> run = ModelRun(llm, CoSConfig(), "doc-1")                 # doctest: +SKIP
+        >>> text = await run.call([{"role": "user", "content": "Hi"}])  # doctest: +SKIP
+        >>> run.usage.calls                                            # doctest: +SKIP
+        1
+    """
 
     llm: ChatModel
     config: CoSConfig
@@ -96,7 +109,15 @@ class _Run:
 
 
 @dataclass
-class _Eval:
+class Evaluation:
+    """A summary's answers to a question bank: per-question scores, and the mean F1 of the
+    refinement (``train``) and validation (``val``) questions (``None`` when there are none).
+
+    Example:
+        >>> ev = await engine.evaluate(summary, bank, run)   # doctest: +SKIP
+        >>> ev.answered("When is rent due?"), ev.val          # doctest: +SKIP
+    """
+
     scores: list[QuestionScore]
     train: float | None
     val: float | None
@@ -176,7 +197,7 @@ class ChainOfSummaries:
             q if q.origin == "human" else q.model_copy(update={"origin": "human"})
             for q in (questions or [])
         ]
-        run = _Run(self.llm, self.config, doc_id)
+        run = ModelRun(self.llm, self.config, doc_id)
         try:
             result = await self._dispatch(text, run, human)
         except Exception as exc:
@@ -233,9 +254,9 @@ class ChainOfSummaries:
         )
 
     # ----------------------------------------------------------------- strategies
-    async def _dispatch(self, text: str, run: _Run, human: list[QAPair]) -> CoSResult:
+    async def _dispatch(self, text: str, run: ModelRun, human: list[QAPair]) -> CoSResult:
         cfg = self.config
-        budget = cfg.context_tokens - cfg.max_output_tokens - _PROMPT_OVERHEAD_TOKENS
+        budget = self.source_budget
         if self.count_tokens(text) > budget:
             return await self._long(text, run, human, budget)
         if cfg.strategy == "zero-shot":
@@ -246,7 +267,7 @@ class ChainOfSummaries:
             return await self._density(text, run)
         return await self._cos(text, run, human, draft=cfg.strategy == "cos-draft")
 
-    async def _zero_shot(self, text: str, run: _Run) -> CoSResult:
+    async def _zero_shot(self, text: str, run: ModelRun) -> CoSResult:
         summary = await self._thesis(text, run)
         it = IterationRecord(index=0, kind="zero-shot", summary=summary)
         return CoSResult(
@@ -257,7 +278,7 @@ class ChainOfSummaries:
             stop_reason="single call",
         )
 
-    async def _mini(self, text: str, run: _Run) -> CoSResult:
+    async def _mini(self, text: str, run: ModelRun) -> CoSResult:
         cfg = self.config
         msgs = mini_messages(text, words=cfg.max_summary_words, questions=cfg.mini_questions)
         raw = ""
@@ -275,7 +296,7 @@ class ChainOfSummaries:
                 )
         raise CoSOutputError("mini-CoS returned no summary", raw_output=raw, doc_id=run.doc_id)
 
-    async def _density(self, text: str, run: _Run) -> CoSResult:
+    async def _density(self, text: str, run: ModelRun) -> CoSResult:
         cfg = self.config
         words = min(cfg.max_summary_words, 100) if cfg.max_summary_words >= 60 else 60
         iterations: list[IterationRecord] = []
@@ -314,12 +335,12 @@ class ChainOfSummaries:
             stop_reason="density rounds done",
         )
 
-    async def _thesis(self, text: str, run: _Run) -> str:
+    async def _thesis(self, text: str, run: ModelRun) -> str:
         raw = ""
         msgs = thesis_messages(text, words=self.config.max_summary_words)
         for _ in range(self.config.parse_retries + 1):
             raw = await run.call(msgs, max_tokens=_summary_tokens(self.config))
-            summary = _complete_sentences(parse_summary(raw))
+            summary = complete_sentences(parse_summary(raw))
             if summary:
                 return await self._facts_not_description(msgs, raw, summary, run)
         raise CoSOutputError(
@@ -327,27 +348,29 @@ class ChainOfSummaries:
         )
 
     async def _facts_not_description(
-        self, msgs: list[dict[str, str]], raw: str, summary: str, run: _Run
+        self, msgs: list[dict[str, str]], raw: str, summary: str, run: ModelRun
     ) -> str:
         """A summary that describes the document ("The document provides an overview of
         ...") is asked once more, in the same conversation, to state the facts instead."""
         if not describes_document(summary):
             return summary
         again = await run.call(restate_messages(msgs, raw), max_tokens=_summary_tokens(self.config))
-        restated = _complete_sentences(parse_summary(again))
+        restated = complete_sentences(parse_summary(again))
         if restated and not describes_document(restated):
             return restated
         run.warn("the summary describes the document instead of stating its facts")
         return restated or summary
 
     # ----------------------------------------------------------------- CoS proper
-    async def _cos(self, text: str, run: _Run, human: list[QAPair], *, draft: bool) -> CoSResult:
+    async def _cos(
+        self, text: str, run: ModelRun, human: list[QAPair], *, draft: bool
+    ) -> CoSResult:
         thesis = await self._thesis(text, run)
         bank = await self._question_bank(text, run, human)
         strategy = "cos-draft" if draft else "cos"
         return await self._refine(text, thesis, bank, run, strategy=strategy, draft=draft)
 
-    async def _question_bank(self, text: str, run: _Run, human: list[QAPair]) -> list[QAPair]:
+    async def _question_bank(self, text: str, run: ModelRun, human: list[QAPair]) -> list[QAPair]:
         cfg = self.config
         bank: list[QAPair] = []
         if human:
@@ -388,8 +411,17 @@ class ChainOfSummaries:
         )
         return bank + synthetic
 
-    async def _evaluate(self, summary: str, bank: list[QAPair], run: _Run) -> _Eval | str:
-        """Answer every question from ``summary`` in one call; the raw output on failure."""
+    @property
+    def source_budget(self) -> int:
+        """Tokens of source that fit one prompt beside the instructions, a summary and the
+        questions; a longer document is summarised section by section."""
+        cfg = self.config
+        return cfg.context_tokens - cfg.max_output_tokens - PROMPT_OVERHEAD_TOKENS
+
+    async def evaluate(self, summary: str, bank: list[QAPair], run: ModelRun) -> Evaluation | str:
+        """Answer every question of ``bank`` from ``summary`` in one call and score the
+        answers (SQuAD F1 against each question's answers); the raw output when the reply
+        cannot be parsed after ``parse_retries`` more tries."""
         questions = [q.question for q in bank]
         raw = ""
         for _ in range(self.config.parse_retries + 1):
@@ -414,19 +446,59 @@ class ChainOfSummaries:
                         answered=f1 >= self.config.f1_threshold,
                     )
                 )
-            return _Eval(
+            return Evaluation(
                 scores=scores,
                 train=_mean([s.f1 for s in scores if s.split == "train"]),
                 val=_mean([s.f1 for s in scores if s.split == "val"]),
             )
         return raw
 
+    def rewrite_prompt(
+        self,
+        source: str,
+        current: str,
+        questions: Sequence[str],
+        *,
+        draft: bool = False,
+        answers: Sequence[str] | None = None,
+    ) -> list[dict[str, str]]:
+        """The synthesis prompt: rewrite ``current`` from ``source`` so that it answers
+        ``questions`` (with their ``answers`` when the source is a merge of summaries)."""
+        return rewrite_messages(
+            source,
+            current,
+            list(questions),
+            words=self.config.max_summary_words,
+            draft=draft,
+            answers=list(answers) if answers is not None else None,
+        )
+
+    async def rewrite(
+        self, messages: list[dict[str, str]], current: str, run: ModelRun, *, draft: bool = False
+    ) -> tuple[str, str]:
+        """One synthesis step: ask ``messages`` (see :meth:`rewrite_prompt`) until a
+        summary parses (``parse_retries`` more tries), drop a sentence cut by the token
+        cap, and append the reply to ``current`` when it keeps under half of it (small
+        models often return only the new facts). Returns ``(summary, raw reply)``; the
+        summary is empty when no reply parsed."""
+        cfg = self.config
+        raw = ""
+        for _ in range(cfg.parse_retries + 1):
+            # drafts need room for the thinking steps before the summary
+            raw = await run.call(
+                messages, max_tokens=None if draft else _rewrite_tokens(cfg, current, self)
+            )
+            new = complete_sentences(parse_summary(raw, draft=draft))
+            if new:
+                return _keep_or_append(current, new), raw
+        return "", raw
+
     async def _refine(
         self,
         source: str,
         thesis: str,
         bank: list[QAPair],
-        run: _Run,
+        run: ModelRun,
         *,
         strategy: str,
         draft: bool,
@@ -442,7 +514,7 @@ class ChainOfSummaries:
             run.warn("no questions to test the summary with: returning the first summary")
             result.stop_reason = "no questions"
             return result
-        ev = await self._evaluate(thesis, bank, run)
+        ev = await self.evaluate(thesis, bank, run)
         if isinstance(ev, str):
             run.warn("could not parse the answers to the first summary; returning it unscored")
             first.failed, first.raw_output = True, ev
@@ -468,11 +540,10 @@ class ChainOfSummaries:
             ]
             for q in chosen:
                 uses[q.question] += 1
-            msgs = rewrite_messages(
+            msgs = self.rewrite_prompt(
                 source,
                 current,
                 [q.question for q in chosen],
-                words=cfg.max_summary_words,
                 draft=draft,
                 answers=[q.answers[0] for q in chosen] if with_answers else None,
             )
@@ -480,16 +551,7 @@ class ChainOfSummaries:
                 index=index, kind="rewrite", summary="", questions_used=[q.question for q in chosen]
             )
             result.iterations.append(record)
-            raw, new = "", ""
-            for _ in range(cfg.parse_retries + 1):
-                # drafts need room for the thinking steps before the summary
-                raw = await run.call(
-                    msgs, max_tokens=None if draft else _rewrite_tokens(cfg, current, self)
-                )
-                new = _complete_sentences(parse_summary(raw, draft=draft))
-                if new:
-                    new = _keep_or_append(current, new)
-                    break
+            new, raw = await self.rewrite(msgs, current, run, draft=draft)
             if not new:
                 run.warn(f"round {index}: the rewrite was empty; keeping the previous summary")
                 record.failed, record.raw_output, record.accepted = True, raw, False
@@ -503,7 +565,7 @@ class ChainOfSummaries:
                 record.accepted = False
                 stale += 1
                 continue
-            ev = await self._evaluate(new, bank, run)
+            ev = await self.evaluate(new, bank, run)
             if isinstance(ev, str):
                 run.warn(f"round {index}: unparseable answers; the rewrite is not used")
                 record.failed, record.raw_output, record.accepted = True, ev, False
@@ -523,7 +585,7 @@ class ChainOfSummaries:
         return result
 
     # ----------------------------------------------------------------- long documents
-    async def _long(self, text: str, run: _Run, human: list[QAPair], budget: int) -> CoSResult:
+    async def _long(self, text: str, run: ModelRun, human: list[QAPair], budget: int) -> CoSResult:
         cfg = self.config
         sections = split_sections(text, budget, self.count_tokens)
         k = len(sections)
@@ -541,7 +603,7 @@ class ChainOfSummaries:
 
         async def one(i: int, section: str) -> CoSResult:
             async with sem:
-                sub = _Run(self.llm, section_cfg, f"{run.doc_id or 'doc'}#section{i + 1}")
+                sub = ModelRun(self.llm, section_cfg, f"{run.doc_id or 'doc'}#section{i + 1}")
                 res = await section_engine._dispatch(section, sub, [])
                 run.usage.add(sub.usage)
                 run.warnings.extend(f"section {i + 1}: {w}" for w in sub.warnings)
@@ -590,7 +652,7 @@ class ChainOfSummaries:
         result.sections = parts
         return result
 
-    async def _merge(self, summaries: list[str], run: _Run) -> str:
+    async def _merge(self, summaries: list[str], run: ModelRun) -> str:
         raw = ""
         msgs = merge_messages(summaries, words=self.config.max_summary_words)
         for _ in range(self.config.parse_retries + 1):
@@ -625,20 +687,11 @@ def _rewrite_tokens(cfg: CoSConfig, current: str, engine: ChainOfSummaries) -> i
     return min(cfg.max_output_tokens, wanted)
 
 
-def _complete_sentences(text: str) -> str:
-    """Drop a sentence cut off by the token cap (keep the text if nothing would remain)."""
-    text = text.strip()
-    if not text or text[-1] in ".!?\"')]":
-        return text
-    cut = max(text.rfind(". "), text.rfind("! "), text.rfind("? "), text.rfind(".\n"))
-    return text[: cut + 1] if cut > len(text) // 3 else text
-
-
 def _refusal(pair: QAPair) -> bool:
     return all(is_unanswered(a) for a in pair.answers)
 
 
-def _record(record: IterationRecord, ev: _Eval) -> None:
+def _record(record: IterationRecord, ev: Evaluation) -> None:
     record.scores, record.train_score, record.val_score = ev.scores, ev.train, ev.val
 
 

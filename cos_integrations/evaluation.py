@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from .config import CoSConfig
-from .engine import ChainOfSummaries, _Run
+from .engine import ChainOfSummaries, ModelRun
 from .metrics import exact_match, squad_f1
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
@@ -109,7 +109,7 @@ def load_dataset(path: str | Path, *, limit: int | None = None) -> list[EvalDoc]
 
 async def _answer_all(llm: ChatModel, content: str, qas: Sequence[EvalQA]) -> tuple[float, float]:
     """Mean F1 and EM of the held-out questions answered from ``content`` in one call."""
-    run = _Run(llm, CoSConfig(max_output_tokens=min(4096, 32 * len(qas) + 64)), None)
+    run = ModelRun(llm, CoSConfig(max_output_tokens=min(4096, 32 * len(qas) + 64)), None)
     raw = await run.call(
         answer_messages(content, [q.question for q in qas]), json_schema=ANSWERS_SCHEMA
     )

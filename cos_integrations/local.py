@@ -279,6 +279,12 @@ class LocalModelServer:
         """The server's process id when this object started it (``None`` when reused)."""
         return self._proc.pid if self._proc else None
 
+    @property
+    def running(self) -> bool:
+        """Whether the server this object started is still running (``False`` when it
+        reused another process's server, or was never started or stopped)."""
+        return self._proc is not None and self._proc.poll() is None
+
     def _state_file(self) -> Path:
         assert self.model_path is not None
         tag = hashlib.sha256(str(self.model_path.resolve()).encode()).hexdigest()[:16]

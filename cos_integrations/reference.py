@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 
 from .config import CoSConfig
-from .engine import _Run
+from .engine import ModelRun
 from .metrics import exact_match
 from .model import ChatModel
 from .questions import ParseError, parse_qa_pairs
@@ -95,7 +95,7 @@ async def reference_summarize(
 ) -> CoSResult:
     """Run the authors' procedure; ``config`` gives i, iq and the question counts."""
     cfg = config or CoSConfig.paper()
-    run = _Run(llm, cfg, doc_id)
+    run = ModelRun(llm, cfg, doc_id)
     summary = (
         await run.call(
             [{"role": "user", "content": (f"Summarize the following content:\n\n{text}")}]

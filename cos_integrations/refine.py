@@ -27,20 +27,15 @@ import threading
 from dataclasses import dataclass, field
 
 from ._sync import run_sync
-from .engine import (
-    ChainOfSummaries,
-    _complete_sentences,
-    _keep_or_append,
-    _rewrite_tokens,
-    _Run,
-)
+from .engine import ChainOfSummaries, ModelRun
 from .errors import CoSError
 from .guard import summary_flags
 from .index import CoSIndex
 from .metrics import is_grounded, is_unanswered
-from .prompts import ANSWERS_SCHEMA, fact_messages, rewrite_messages, source_answer_messages
+from .prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
 from .questions import ParseError, QAPair, parse_answers, parse_summary
 from .store import RefineJob
+from .text import complete_sentences
 from .usage import Usage
 
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
@@ -135,7 +130,7 @@ class Refiner:
         current = store.current_summary(job.doc_id)
         if current is None:
             return RefineOutcome(job.id, job.doc_id, job.query, "rejected", "no summary yet")
-        run = _Run(engine.llm, cfg, job.doc_id)
+        run = ModelRun(engine.llm, cfg, job.doc_id)
         source = self._source_for(doc.text, job)
         # 1. Does the source answer the query?
         raw = await run.call(
@@ -162,7 +157,7 @@ class Refiner:
         # drift into "I don't know" by the end of the list
         bank = [pair, *[q for q in store.questions(job.doc_id) if q.key != pair.key]]
         # 3. Evaluate current, rewrite, evaluate the rewrite.
-        before = await engine._evaluate(current.text, bank, run)
+        before = await engine.evaluate(current.text, bank, run)
         if isinstance(before, str):
             raise ParseError("unparseable answers for the current summary")
         others = [
@@ -171,28 +166,14 @@ class Refiner:
             if q.split == "train" and q.key != pair.key and not before.answered(q.question)
         ][: max(0, cfg.questions_per_iteration - 1)]
         asked = [pair, *others]
-        msgs = rewrite_messages(
-            source,
-            current.text,
-            [q.question for q in asked],
-            words=cfg.max_summary_words,
-            draft=cfg.strategy == "cos-draft",
-        )
-        new_text = ""
-        for _ in range(cfg.parse_retries + 1):
-            draft = cfg.strategy == "cos-draft"
-            raw = await run.call(
-                msgs, max_tokens=None if draft else _rewrite_tokens(cfg, current.text, engine)
-            )
-            new_text = _complete_sentences(parse_summary(raw, draft=draft))
-            if new_text:
-                new_text = _keep_or_append(current.text, new_text)
-                break
+        draft = cfg.strategy == "cos-draft"
+        msgs = engine.rewrite_prompt(source, current.text, [q.question for q in asked], draft=draft)
+        new_text, _ = await engine.rewrite(msgs, current.text, run, draft=draft)
         if not new_text:
             return RefineOutcome(
                 job.id, job.doc_id, job.query, "rejected", "empty rewrite", answer, usage=run.usage
             )
-        after = await engine._evaluate(new_text, bank, run)
+        after = await engine.evaluate(new_text, bank, run)
         if isinstance(after, str):
             raise ParseError("unparseable answers for the rewritten summary")
         now_answered = after.answered(job.query)
@@ -209,10 +190,10 @@ class Refiner:
             # Small models often re-copy the document and run out of room before the new
             # fact. Fall back to one sentence stating the answer, appended to the summary.
             raw = await run.call(fact_messages(source, job.query, answer), max_tokens=80)
-            fact = _complete_sentences(parse_summary(raw).split("\n")[0])
+            fact = complete_sentences(parse_summary(raw).split("\n")[0])
             if fact and is_grounded(fact, source):
                 candidate = f"{current.text.rstrip()} {fact}"
-                ev = await engine._evaluate(candidate, bank, run)
+                ev = await engine.evaluate(candidate, bank, run)
                 if not isinstance(ev, str) and ev.answered(job.query):
                     new_text, after, now_answered = candidate, ev, True
                     log.info("refine %s: appended %r", job.doc_id, fact)
@@ -266,8 +247,7 @@ class Refiner:
 
     def _source_for(self, text: str, job: RefineJob) -> str:
         """The full source, or its best chunks when it does not fit the context."""
-        cfg = self.engine.config
-        budget = cfg.context_tokens - cfg.max_output_tokens - 900
+        budget = self.engine.source_budget
         if self.engine.count_tokens(text) <= budget:
             return text
         hits = self.index.search_chunks(job.query, 12, doc_ids=[job.doc_id])

@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["estimate_tokens", "split_sections", "split_sentences", "TokenCounter"]
+__all__ = [
+    "estimate_tokens",
+    "split_sections",
+    "split_sentences",
+    "complete_sentences",
+    "TokenCounter",
+]
 
 TokenCounter = Callable[[str], int]
 
@@ -30,6 +36,20 @@ def split_sentences(text: str) -> list[str]:
         ['One.', 'Two!', 'Three']
     """
     return [s.strip() for line in text.splitlines() for s in _SENTENCE.split(line) if s.strip()]
+
+
+def complete_sentences(text: str) -> str:
+    """Drop a last sentence cut off by a token cap (keep the text if little would remain).
+
+    Example:
+        >>> complete_sentences("Rent is due on the 1st. A late fee of")
+        'Rent is due on the 1st.'
+    """
+    text = text.strip()
+    if not text or text[-1] in ".!?\"')]":
+        return text
+    cut = max(text.rfind(". "), text.rfind("! "), text.rfind("? "), text.rfind(".\n"))
+    return text[: cut + 1] if cut > len(text) // 3 else text
 
 
 def _pieces(text: str, budget: int, count: TokenCounter) -> list[str]:

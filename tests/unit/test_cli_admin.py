@@ -6,7 +6,6 @@ import pytest
 from fakes import ScriptedFakeModel, make_document
 from typer.testing import CliRunner
 
-import cos_integrations.cli_admin  # noqa: F401 - registers the commands
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.cli import app
 from cos_integrations.export import Entry, parse_llms_txt, render_llms_txt
@@ -119,3 +118,16 @@ def test_export_escapes_injected_links_and_headings():
     _, entries, _ = parse_llms_txt(text)
     assert entries[0].title == evil.title and entries[0].url == evil.url
     assert entries[0].summary == " ".join(evil.summary.split())  # one line, same words
+
+
+def test_every_command_is_on_one_app_and_refine_flags_exclude_each_other(built):
+    """The CLI package joins its command modules into one app (no registration by import),
+    and ``refine --once --watch`` is a usage error, not a silent choice."""
+    out = cli("--help").output
+    for command in ("ingest", "query", "refine", "serve-local", "eval", "review", "stats"):
+        assert command in out
+    assert "export" in out
+    res = runner.invoke(app, ["refine", "--once", "--watch", "--index", str(built.path)])
+    assert res.exit_code == 2
+    assert "exclude each other" in res.output
+    assert "no pending refine jobs" in cli("refine", "--once", "--index", str(built.path)).output

@@ -174,7 +174,6 @@ def test_cos_eval_command_over_http(tmp_path):
     from openai_server import FakeOpenAIServer
     from typer.testing import CliRunner
 
-    import cos_integrations.cli_eval  # noqa: F401 - registers the command
     from cos_integrations.cli import app
 
     data = write_dataset(tmp_path / "d.jsonl", n=2)

@@ -1,91 +1,42 @@
-"""The ``cos`` command line: ingest, query, refine, serve-local (and admin commands).
-
-Run ``cos --help`` or ``cos COMMAND --help``. Exit codes: 0 success, 1 some work failed
-(per-file errors, failed documents), 2 usage errors.
-"""
+"""The core ``cos`` commands: ingest, query, refine, serve-local."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import signal
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .config import PRESETS, CoSConfig
-from .engine import ChainOfSummaries
-from .retrieval import (
+from ..config import PRESETS, CoSConfig
+from ..engine import ChainOfSummaries
+from ..retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
 )
-from .runtime import open_model
-
-app = typer.Typer(
-    help="Chain of Summaries: dense, question-tested summaries as a cache in front of full text.",
-    no_args_is_help=True,
-    add_completion=False,
+from ..runtime import open_model
+from .common import (
+    BaseUrlOpt,
+    ChromaOpt,
+    IndexOpt,
+    LocalOpt,
+    ModelOpt,
+    console,
+    err,
+    make_embedder,
+    open_index,
+    progress_bar,
+    setup_logging,
 )
-# soft_wrap: lines are not broken at the terminal width (paths and ids stay greppable)
-console = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory.")]
-ModelOpt = Annotated[
-    str | None, typer.Option("--model", help="Model name at the endpoint (or COS_MODEL).")
-]
-BaseUrlOpt = Annotated[
-    str | None,
-    typer.Option("--base-url", help="OpenAI-compatible endpoint (or COS_BASE_URL)."),
-]
-LocalOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--local-model",
-        help="Embedded model: default, small, smoke or a .gguf path (or COS_LOCAL_MODEL).",
-    ),
-]
-ChromaOpt = Annotated[
-    str | None,
-    typer.Option("--chroma-url", help="Use a Chroma server (http://HOST:PORT) for vectors."),
-]
+__all__ = ["app"]
 
-
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    for noisy in ("httpx", "httpx2", "openai", "chromadb"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-def _embedder(kind: str):
-    from .embeddings import HashingEmbedder, LocalEmbedder
-
-    if kind == "e5":
-        return LocalEmbedder()
-    if kind == "hashing":
-        return HashingEmbedder()
-    raise typer.BadParameter(f"unknown embedder {kind!r}: use e5 or hashing")
-
-
-def _open_index(index: Path, *, chroma_url: str | None = None, create: bool = False, **kw):
-    from .index import CoSIndex
-
-    try:
-        return CoSIndex(index, chroma_url=chroma_url, create=create, **kw)
-    except FileNotFoundError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+app = typer.Typer()
 
 
 @app.command()
@@ -106,9 +57,9 @@ def ingest(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise documents with CoS into an index (store + Chroma); unchanged files are skipped."""
-    from .loaders import load_paths
+    from ..loaders import load_paths
 
-    _setup_logging(verbose)
+    setup_logging(verbose)
     overrides = {"strategy": strategy} if strategy else {}
     try:
         config = CoSConfig.preset(preset, **overrides)
@@ -121,14 +72,14 @@ def ingest(
     for d in docs:
         for w in d.warnings:
             err.print(f"[yellow]warning:[/] {d.source}: {w}")
-    idx = _open_index(
+    idx = open_index(
         index,
         chroma_url=chroma_url,
         create=True,
         config=config,
-        embedder=_embedder(embedder) if not (index / "manifest.json").exists() else None,
+        embedder=make_embedder(embedder) if not (index / "manifest.json").exists() else None,
     )
-    from .store import content_hash
+    from ..store import content_hash
 
     cfg_hash = config.config_hash()
     pending = [
@@ -149,7 +100,7 @@ def ingest(
             echo=console.print,
         ) as llm:
             engine = ChainOfSummaries(llm, config)
-            with _progress() as progress:
+            with progress_bar() as progress:
                 task = progress.add_task("summarising", total=len(pending))
 
                 def tick(doc_id: str, outcome: str) -> None:
@@ -172,17 +123,6 @@ class _NoModel:
 
     async def chat(self, *a, **k):  # pragma: no cover - guarded by the caller
         raise RuntimeError("no model call expected: every document is unchanged")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
 
 
 def _print_ingest(report, idx) -> None:
@@ -245,10 +185,10 @@ def query(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Search the summaries; on a miss, fall back to full text and queue a refinement."""
-    from .retrieval import HIT_CONTEXTS, FallbackRetriever, answer_from
+    from ..retrieval import HIT_CONTEXTS, FallbackRetriever, answer_from
 
-    _setup_logging(verbose)
-    idx = _open_index(index, chroma_url=chroma_url)
+    setup_logging(verbose)
+    idx = open_index(index, chroma_url=chroma_url)
     judge = judge or ("llm" if answer else "score")
     if judge not in ("score", "llm"):
         raise typer.BadParameter("judge must be score or llm")
@@ -306,7 +246,9 @@ def query(
 @app.command()
 def refine(
     index: IndexOpt = Path("index"),
-    once: Annotated[bool, typer.Option("--once", help="Process the queue, then exit.")] = True,
+    once: Annotated[
+        bool, typer.Option("--once", hidden=True, help="Process the queue, then exit (default).")
+    ] = False,
     watch: Annotated[bool, typer.Option("--watch", help="Keep polling for new jobs.")] = False,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
@@ -316,8 +258,12 @@ def refine(
     chroma_url: ChromaOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Run queued refinement jobs (one round each) and publish the summaries that improved."""
-    _setup_logging(verbose)
+    """Run queued refinement jobs (one round each) and publish the summaries that improved.
+
+    Without ``--watch`` the queue is processed once and the command exits."""
+    setup_logging(verbose)
+    if once and watch:
+        raise typer.BadParameter("--once and --watch exclude each other")
     if workers > 1:
         import subprocess
         import sys
@@ -343,12 +289,12 @@ def refine(
         procs = [subprocess.Popen(args) for _ in range(workers)]
         codes = [p.wait() for p in procs]
         raise typer.Exit(max(codes))
-    idx = _open_index(index, chroma_url=chroma_url)
+    idx = open_index(index, chroma_url=chroma_url)
     pending = idx.store.jobs("pending")
     if not pending and not watch:
         console.print("no pending refine jobs")
         return
-    from .refine import Refiner
+    from ..refine import Refiner
 
     with open_model(
         model,
@@ -381,7 +327,7 @@ def serve_local(
     n_ctx: Annotated[int, typer.Option(help="Context size in tokens.")] = 8192,
 ) -> None:
     """Serve the embedded model on 127.0.0.1 (OpenAI-compatible) until Ctrl-C."""
-    from .local import LocalModelError, LocalModelServer
+    from ..local import LocalModelError, LocalModelServer
 
     server = LocalModelServer(local_model, n_ctx=n_ctx, port=port, shared=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -393,23 +339,12 @@ def serve_local(
                 f"COS_BASE_URL={server.base_url}"
             )
             try:
-                while server._proc and server._proc.poll() is None:
+                if server.reused:
+                    console.print("another cos serve-local already serves this model")
+                while server.running:
                     time.sleep(1)
             except KeyboardInterrupt:
                 console.print("stopping")
     except LocalModelError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from exc
-
-
-def main() -> None:
-    """Entry point of the ``cos`` script."""
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # Chroma: never phone home
-    from . import cli_admin, cli_eval  # noqa: F401 - register their commands
-    from .cli import app as registered  # under `python -m`, this module is __main__, not .cli
-
-    registered()
-
-
-if __name__ == "__main__":
-    main()

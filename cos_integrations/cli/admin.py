@@ -1,5 +1,5 @@
 """Admin commands of the ``cos`` CLI: review, pin, history, revert, accept, reject, stats,
-export. Registered on the main app when :mod:`cos_integrations.cli` starts."""
+export. :mod:`cos_integrations.cli` adds them to the ``cos`` app."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .cli import IndexOpt, _open_index, app, console, err
-from .text import estimate_tokens
+from ..text import estimate_tokens
+from .common import IndexOpt, console, err, open_index
 
+__all__ = ["app"]
+
+app = typer.Typer()
 export_app = typer.Typer(help="Publish summaries.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
@@ -28,7 +31,7 @@ def _doc_or_exit(idx, doc_id: str):
 @app.command()
 def review(index: IndexOpt = Path("index")) -> None:
     """Documents with their current summary, scores, flags, suggestions and pending jobs."""
-    idx = _open_index(index)
+    idx = open_index(index)
     pending: dict[str, int] = {}
     for job in idx.store.jobs("pending"):
         pending[job.doc_id] = pending.get(job.doc_id, 0) + 1
@@ -62,9 +65,9 @@ def pin(
     index: IndexOpt = Path("index"),
 ) -> None:
     """Publish a human summary that refinement never overwrites (it only suggests)."""
-    from .guard import summary_flags
+    from ..guard import summary_flags
 
-    idx = _open_index(index)
+    idx = open_index(index)
     doc = _doc_or_exit(idx, doc_id)
     text = file.read_text(encoding="utf-8").strip()
     if not text:
@@ -89,7 +92,7 @@ def pin(
 @app.command()
 def unpin(doc_id: str, index: IndexOpt = Path("index")) -> None:
     """Let refinement publish new versions of this document again."""
-    idx = _open_index(index)
+    idx = open_index(index)
     _doc_or_exit(idx, doc_id)
     idx.store.set_pinned(doc_id, False)
     console.print(f"{doc_id}: unpinned")
@@ -98,7 +101,7 @@ def unpin(doc_id: str, index: IndexOpt = Path("index")) -> None:
 @app.command()
 def history(doc_id: str, index: IndexOpt = Path("index")) -> None:
     """Every summary version of a document, newest last."""
-    idx = _open_index(index)
+    idx = open_index(index)
     doc = _doc_or_exit(idx, doc_id)
     table = Table("version", "status", "by", "when", "val F1", "tokens", "reason", "flags")
     for v in idx.store.versions(doc_id):
@@ -132,14 +135,14 @@ def accept(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
 @app.command()
 def reject(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
     """Reject a suggested version of a pinned document."""
-    idx = _open_index(index)
+    idx = open_index(index)
     _doc_or_exit(idx, doc_id)
     idx.store.reject_version(doc_id, version)
     console.print(f"{doc_id}: v{version} rejected")
 
 
 def _set(index: Path, doc_id: str, version: int, verb: str) -> None:
-    idx = _open_index(index)
+    idx = open_index(index)
     _doc_or_exit(idx, doc_id)
     try:
         idx.store.set_current(doc_id, version)
@@ -153,9 +156,9 @@ def _set(index: Path, doc_id: str, version: int, verb: str) -> None:
 @app.command()
 def stats(index: IndexOpt = Path("index")) -> None:
     """Hits, misses, hit rate per day, tokens saved and break-even query counts."""
-    from .stats import compute_stats
+    from ..stats import compute_stats
 
-    idx = _open_index(index)
+    idx = open_index(index)
     s = compute_stats(idx.store)
     console.print(
         f"queries {s.queries}: hits {s.hits}, misses {s.misses}, not covered "
@@ -195,9 +198,9 @@ def export_llms_txt(
     ] = None,
 ) -> None:
     """Write llms.txt (llmstxt.org) and llms-full.txt from the current summaries."""
-    from .export import Entry, render_llms_full, render_llms_txt, write_pages
+    from ..export import Entry, render_llms_full, render_llms_txt, write_pages
 
-    idx = _open_index(index)
+    idx = open_index(index)
     entries = []
     for doc in idx.store.documents():
         cur = idx.store.current_summary(doc.doc_id)

@@ -9,15 +9,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .cli import BaseUrlOpt, LocalOpt, ModelOpt, _progress, _setup_logging, app, console, err
-from .config import CoSConfig
-from .retrieval import (
+from ..config import CoSConfig
+from ..retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
 )
-from .runtime import describe_choice, open_model
+from ..runtime import describe_choice, open_model
+from .common import BaseUrlOpt, LocalOpt, ModelOpt, console, err, progress_bar, setup_logging
+
+__all__ = ["app"]
+
+app = typer.Typer()
 
 
 @app.command("eval")
@@ -84,7 +88,7 @@ def eval_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
-    from .evaluation import (
+    from ..evaluation import (
         RETRIEVAL_COLUMNS,
         RETRIEVAL_METHODS,
         DatasetError,
@@ -93,9 +97,9 @@ def eval_command(
         retrieval_table,
         run_eval,
     )
-    from .evaluation import plot as draw
+    from ..evaluation import plot as draw
 
-    _setup_logging(verbose)
+    setup_logging(verbose)
     try:
         docs = load_dataset(data, limit=limit)
     except (DatasetError, OSError) as exc:
@@ -142,7 +146,7 @@ def eval_command(
         if describe_choice(model, base_url, local_model) != "endpoint":
             # the embedded server's port changes per run; the name must not, or resume breaks
             name = f"{getattr(llm, 'model', name)} (embedded)"
-        with _progress() as progress:
+        with progress_bar() as progress:
             total = len(docs) * len(chosen)
             task = progress.add_task("evaluating", total=total)
 

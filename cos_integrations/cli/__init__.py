@@ -1,0 +1,35 @@
+"""The ``cos`` command line: ingest, query, refine, serve-local, eval and the admin commands.
+
+Run ``cos --help`` or ``cos COMMAND --help``. Exit codes: 0 success, 1 some work failed
+(per-file errors, failed documents), 2 usage errors. The commands live in
+:mod:`.commands`, :mod:`.admin` and :mod:`.evaluate`, each on its own Typer app; this
+module joins them into one; what they share is in :mod:`.common`.
+
+Example:
+    >>> from typer.testing import CliRunner                       # doctest: +SKIP
+    >>> CliRunner().invoke(app, ["stats", "--index", "index"])     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from . import admin, commands, evaluate
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    help="Chain of Summaries: dense, question-tested summaries as a cache in front of full text.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+for _commands in (commands.app, evaluate.app, admin.app):
+    app.add_typer(_commands)
+
+
+def main() -> None:
+    """Entry point of the ``cos`` script (and of ``python -m cos_integrations.cli``)."""
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # Chroma: never phone home
+    app()

@@ -1,0 +1,94 @@
+"""What every ``cos`` command shares: the consoles, the common options and the helpers that
+open an index, pick an embedder, set up logging and draw progress bars."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+__all__ = [
+    "console",
+    "err",
+    "IndexOpt",
+    "ModelOpt",
+    "BaseUrlOpt",
+    "LocalOpt",
+    "ChromaOpt",
+    "setup_logging",
+    "make_embedder",
+    "open_index",
+    "progress_bar",
+]
+
+# soft_wrap: lines are not broken at the terminal width (paths and ids stay greppable)
+console = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory.")]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model name at the endpoint (or COS_MODEL).")
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible endpoint (or COS_BASE_URL)."),
+]
+LocalOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--local-model",
+        help="Embedded model: default, small, smoke or a .gguf path (or COS_LOCAL_MODEL).",
+    ),
+]
+ChromaOpt = Annotated[
+    str | None,
+    typer.Option("--chroma-url", help="Use a Chroma server (http://HOST:PORT) for vectors."),
+]
+
+
+def setup_logging(verbose: bool) -> None:
+    """INFO with ``-v``, WARNING otherwise; HTTP and Chroma loggers stay at WARNING."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("httpx", "httpx2", "openai", "chromadb"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def make_embedder(kind: str):
+    """The embedder named on the command line: ``e5`` (local) or ``hashing``."""
+    from ..embeddings import HashingEmbedder, LocalEmbedder
+
+    if kind == "e5":
+        return LocalEmbedder()
+    if kind == "hashing":
+        return HashingEmbedder()
+    raise typer.BadParameter(f"unknown embedder {kind!r}: use e5 or hashing")
+
+
+def open_index(index: Path, *, chroma_url: str | None = None, create: bool = False, **kw):
+    """Open (or with ``create`` make) the index at ``index``; a missing one exits with 2."""
+    from ..index import CoSIndex
+
+    try:
+        return CoSIndex(index, chroma_url=chroma_url, create=create, **kw)
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
+def progress_bar() -> Progress:
+    """The progress bar of long commands (ingest, eval), on stdout."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
