@@ -24,7 +24,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -34,11 +34,15 @@ from .chunking import chunk_text
 from .config import CoSConfig
 from .embeddings import Embedder
 from .engine import ChainOfSummaries
-from .guard import summary_flags
+from .ingest import (
+    IngestReport,
+    chunk_metadata,
+    flatten_metadata,
+    summarize_new,
+    summary_metadata,
+)
 from .loaders import SourceDocument
-from .result import CoSResult
-from .store import SummaryStore, content_hash
-from .usage import Usage
+from .store import SummaryStore
 
 __all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata"]
 
@@ -70,49 +74,6 @@ class SearchHit:
     score: float
     metadata: dict[str, Any]
     kind: str  # "summary" or "chunk"
-
-
-@dataclass
-class IngestReport:
-    """What an ingest did, per document."""
-
-    summarized: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)
-    repaired: list[str] = field(default_factory=list)
-    results: dict[str, CoSResult] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)  # every model call of this run, failed ones too
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
-
-
-def flatten_metadata(meta: dict[str, Any], *, warn: Callable[[str], None] | None = None) -> dict:
-    """Chroma-safe metadata: str/int/float/bool kept; lists and dicts JSON-encoded; None
-    dropped. Each change is reported through ``warn``."""
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        if isinstance(value, (str, int, float, bool)):
-            out[str(key)] = value
-        elif value is None:
-            if warn:
-                warn(f"metadata {key!r} is None: dropped")
-        elif isinstance(value, (list, tuple, dict, set)):
-            try:
-                out[str(key)] = json.dumps(
-                    sorted(value) if isinstance(value, set) else value, default=str
-                )
-            except (TypeError, ValueError):
-                out[str(key)] = str(value)
-            if warn:
-                warn(f"metadata {key!r} is a {type(value).__name__}: stored as JSON text")
-        else:
-            out[str(key)] = str(value)
-            if warn:
-                warn(f"metadata {key!r} is a {type(value).__name__}: stored as text")
-    return out
 
 
 class CoSIndex:
@@ -230,8 +191,6 @@ class CoSIndex:
         if doc is None:
             return plan
         plan["state"] = (doc.content_hash, doc.current_version)
-        base = flatten_metadata({"doc_id": doc_id, "source": doc.source, "title": doc.title})
-        plan["base"] = base
         if doc.indexed_hash != doc.content_hash or not self._has_chunks(doc_id):
             chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
             plan["chunks"] = (chunks, self.embedder.embed_documents(chunks) if chunks else [])
@@ -246,7 +205,6 @@ class CoSIndex:
             self.summaries.delete(where={"doc_id": doc_id})
             self.chunks.delete(where={"doc_id": doc_id})
             return
-        base = plan["base"]
         if plan["chunks"] is not None:
             chunks, vectors = plan["chunks"]
             self.chunks.delete(where={"doc_id": doc_id})
@@ -261,7 +219,7 @@ class CoSIndex:
                     embeddings=vectors[start : start + 256],
                     documents=chunks[start : start + 256],
                     metadatas=[
-                        {**base, "cos_kind": "chunk", "chunk": start + i}
+                        flatten_metadata(chunk_metadata(doc, start + i))
                         for i in range(len(chunks[start : start + 256]))
                     ],
                 )
@@ -273,16 +231,7 @@ class CoSIndex:
         current = None
         if plan["summary"] is not None:
             current, vector = plan["summary"]
-            meta = {
-                **base,
-                "cos_kind": "summary",
-                "cos_version": current.version,
-                "summary_tokens": current.summary_tokens,
-                "source_tokens": current.source_tokens,
-                "created_by": current.created_by,
-            }
-            if current.val_score is not None:
-                meta["val_score"] = round(current.val_score, 4)
+            meta = flatten_metadata(summary_metadata(doc, current))
             new_id = f"{doc_id}::summary::v{current.version}"
             keep.add(new_id)
             self.summaries.upsert(
@@ -327,58 +276,28 @@ class CoSIndex:
         later in the run loses nothing already done. ``on_progress(doc_id, outcome)`` is
         called per document with ``summarized``, ``unchanged`` or ``failed``.
         """
-        report = IngestReport()
-        report.repaired = self.repair()
-        config_hash = engine.config.config_hash()
-        todo: list[SourceDocument] = []
-        for doc in documents:
-            if not doc.text or not doc.text.strip():
-                report.skipped[doc.doc_id] = "empty text"
-                continue
-            self.store.upsert_document(doc.doc_id, doc.text, source=doc.source, title=doc.title)
-            if self.store.is_current(doc.doc_id, content_hash(doc.text), config_hash):
-                stored = self.store.get_document(doc.doc_id)
-                if stored and (
-                    stored.indexed_version != stored.current_version
-                    or stored.indexed_hash != stored.content_hash
-                ):
-                    self.sync_document(doc.doc_id)
-                report.unchanged.append(doc.doc_id)
-                if on_progress:
-                    on_progress(doc.doc_id, "unchanged")
-            else:
-                todo.append(doc)
+        repaired = self.repair()
 
-        def done(i: int, outcome: CoSResult | BaseException) -> None:
-            doc = todo[i]
-            if isinstance(outcome, BaseException):
-                if not isinstance(outcome, Exception):
-                    return  # cancellation: nothing to record
-                report.failed[doc.doc_id] = f"{type(outcome).__name__}: {outcome}"
-                if isinstance(getattr(outcome, "usage", None), Usage):
-                    report.usage.add(outcome.usage)
-                self.store.mark_failed(doc.doc_id, report.failed[doc.doc_id])
-                state = "failed"
-            else:
-                flags = summary_flags(outcome.summary, doc.text)
-                self.store.save_result(doc.doc_id, outcome, flags=flags)
+        def stored(doc_id: str, outcome: str) -> None:
+            if outcome == "summarized":
                 _kill_point("after_store_commit")
-                self.sync_document(doc.doc_id)
-                report.summarized.append(doc.doc_id)
-                report.results[doc.doc_id] = outcome
-                report.usage.add(outcome.usage)
-                state = "summarized"
-            if on_progress:
-                on_progress(doc.doc_id, state)
+                self.sync_document(doc_id)
+                return
+            doc = self.store.get_document(doc_id)
+            if doc and (
+                doc.indexed_version != doc.current_version or doc.indexed_hash != doc.content_hash
+            ):
+                self.sync_document(doc_id)
 
-        if todo:
-            await engine.asummarize_many(
-                [d.text for d in todo],
-                doc_ids=[d.doc_id for d in todo],
-                concurrency=concurrency,
-                return_exceptions=True,
-                on_result=done,
-            )
+        report = await summarize_new(
+            self.store,
+            documents,
+            engine,
+            concurrency=concurrency,
+            on_progress=on_progress,
+            on_stored=stored,
+        )
+        report.repaired = repaired
         return report
 
     # ------------------------------------------------------------------ reading

@@ -11,10 +11,17 @@ from typing import Any
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables import RunnableConfig
 
-from cos_integrations import ChainOfSummaries, CoSConfig, CoSResult
+from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations._sync import run_sync
-from cos_integrations.index import flatten_metadata
-from cos_integrations.store import SummaryStore, content_hash
+from cos_integrations.ingest import (
+    CoSIngestError,
+    IngestReport,
+    flatten_metadata,
+    summarize_new,
+    summary_metadata,
+)
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.store import SummaryStore
 
 from .chat_model import as_chat_model
 
@@ -37,8 +44,10 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
 
     Summaries are cached in the core store by content hash + config hash: transforming the
     same documents again makes no model call. Empty documents are skipped and listed in
-    ``last_report``; a document whose summarisation fails is listed there too, the others
-    are returned, and the failed one is tried again next time.
+    ``last_report`` (the core's :class:`~cos_integrations.ingest.IngestReport`). When a
+    document's summarisation fails, the others are stored and :class:`CoSIngestError` is
+    raised with their summary documents in ``outputs``; the next call retries only the
+    failed one (the same contract as the LlamaIndex transform).
 
     Setup:
         .. code-block:: python
@@ -74,7 +83,7 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
         self.store = SummaryStore(store_path or ":memory:")
         self.concurrency = concurrency
         self.show_progress = show_progress
-        self.last_report: dict[str, dict[str, str]] = {"skipped": {}, "failed": {}}
+        self.last_report: IngestReport | None = None
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[Document]:
         """Sync wrapper of :meth:`atransform_documents`."""
@@ -85,67 +94,45 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
     ) -> list[Document]:
         config: RunnableConfig | None = kwargs.get("config")
         engine = ChainOfSummaries(as_chat_model(self.llm, config), self.config)
-        cfg_hash = self.config.config_hash()
-        report: dict[str, dict[str, str]] = {"skipped": {}, "failed": {}}
-        todo: list[tuple[str, Document]] = []
-        out: dict[str, Document] = {}
-        order: list[str] = []
+        sources: dict[str, Document] = {}
         for doc in documents:
-            doc_id = document_id(doc)
-            if not doc.page_content or not doc.page_content.strip():
-                report["skipped"][doc_id] = "empty page_content"
-                log.warning("skipping %s: empty page_content", doc_id)
-                continue
-            meta = doc.metadata or {}
-            self.store.upsert_document(
+            sources[document_id(doc)] = doc
+        batch = [
+            SourceDocument(
                 doc_id,
-                doc.page_content,
-                source=str(meta.get("source", "")),
-                title=str(meta.get("title", "")),
+                doc.page_content or "",
+                source=str((doc.metadata or {}).get("source", "")),
+                title=str((doc.metadata or {}).get("title", "")),
             )
-            order.append(doc_id)
-            if self.store.is_current(doc_id, content_hash(doc.page_content), cfg_hash):
-                out[doc_id] = self._summary_document(doc_id, doc)
-            else:
-                todo.append((doc_id, doc))
-        progress = _progress(len(todo)) if self.show_progress and todo else None
-
-        def done(i: int, outcome: CoSResult | BaseException) -> None:
-            doc_id, doc = todo[i]
-            if isinstance(outcome, Exception):
-                report["failed"][doc_id] = f"{type(outcome).__name__}: {outcome}"
-                self.store.mark_failed(doc_id, report["failed"][doc_id])
-            elif isinstance(outcome, CoSResult):
-                self.store.save_result(doc_id, outcome)
-                out[doc_id] = self._summary_document(doc_id, doc)
-            if progress is not None:
-                progress.update(1)
-
-        if todo:
-            await engine.asummarize_many(
-                [d.page_content for _, d in todo],
-                doc_ids=[i for i, _ in todo],
-                concurrency=self.concurrency,
-                return_exceptions=True,
-                on_result=done,
-            )
+            for doc_id, doc in sources.items()
+        ]
+        progress = _progress(len(batch)) if self.show_progress and batch else None
+        report = await summarize_new(
+            self.store,
+            batch,
+            engine,
+            concurrency=self.concurrency,
+            on_progress=(lambda *_: progress.update(1)) if progress is not None else None,
+        )
         if progress is not None:
             progress.close()
+        for doc_id, why in report.skipped.items():
+            log.warning("skipping %s: %s", doc_id, why)
         self.last_report = report
-        return [out[i] for i in order if i in out]
+        out = [
+            self._summary_document(doc_id, doc)
+            for doc_id, doc in sources.items()
+            if doc_id not in report.failed and doc_id not in report.skipped
+        ]
+        if report.failed:
+            raise CoSIngestError(report, out)
+        return out
 
     def _summary_document(self, doc_id: str, source: Document) -> Document:
-        current = self.store.current_summary(doc_id)
-        assert current is not None
+        doc, current = self.store.get_document(doc_id), self.store.current_summary(doc_id)
+        assert doc is not None and current is not None
         meta = flatten_metadata(
-            {
-                **{k: v for k, v in (source.metadata or {}).items() if k != "doc_id"},
-                "doc_id": doc_id,
-                "cos_version": current.version,
-                "summary_tokens": current.summary_tokens,
-                "source_tokens": current.source_tokens,
-                **({"val_score": current.val_score} if current.val_score is not None else {}),
-            },
+            {**(source.metadata or {}), **summary_metadata(doc, current)},
             warn=lambda msg: log.warning("%s: %s", doc_id, msg),
         )
         return Document(page_content=current.text, metadata=meta, id=f"{doc_id}::summary")

@@ -18,11 +18,19 @@ from llama_index.core.schema import (
 )
 from pydantic import Field, PrivateAttr
 
-from cos_integrations import ChainOfSummaries, CoSConfig, CoSError, CoSResult
+from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations._sync import run_sync
 from cos_integrations.chunking import chunk_text
-from cos_integrations.index import flatten_metadata
-from cos_integrations.store import SummaryStore, content_hash
+from cos_integrations.ingest import (
+    CoSIngestError,
+    IngestReport,
+    chunk_metadata,
+    flatten_metadata,
+    summarize_new,
+    summary_metadata,
+)
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.store import SummaryStore
 
 from .llm import as_chat_model
 
@@ -31,18 +39,19 @@ __all__ = ["CoSSummaryTransform", "CoSTransformError"]
 log = logging.getLogger(__name__)
 
 
-class CoSTransformError(CoSError):
+class CoSTransformError(CoSIngestError):
     """Some documents failed; the others' summaries are stored and come back free next run.
 
     Raised (rather than returning a partial batch) so that the pipeline does not cache a
-    result without the failed documents: the next ``pipeline.run`` retries them.
+    result without the failed documents: the next ``pipeline.run`` retries them. ``nodes``
+    (``outputs``) holds the nodes of the documents that succeeded; ``failed`` maps each
+    failed document to its error (the core's failure contract, see
+    :mod:`cos_integrations.ingest`).
     """
 
-    def __init__(self, failed: dict[str, str], nodes: list[BaseNode]) -> None:
-        self.failed = failed
-        self.nodes = nodes
-        listed = "; ".join(f"{k}: {v}" for k, v in list(failed.items())[:5])
-        super().__init__(f"{len(failed)} document(s) failed ({listed}); {len(nodes)} nodes ok")
+    @property
+    def nodes(self) -> list[BaseNode]:
+        return self.outputs
 
 
 class CoSSummaryTransform(TransformComponent):
@@ -83,7 +92,7 @@ class CoSSummaryTransform(TransformComponent):
     _store: Any = PrivateAttr(default=None)
     _concurrency: int = PrivateAttr(default=4)
     _show_progress: bool = PrivateAttr(default=False)
-    _last_report: dict = PrivateAttr(default_factory=dict)
+    _last_report: Any = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -113,8 +122,9 @@ class CoSSummaryTransform(TransformComponent):
         return self._store
 
     @property
-    def last_report(self) -> dict:
-        """``{"summarized": [...], "reused": [...], "skipped": {id: why}, "failed": {...}}``."""
+    def last_report(self) -> IngestReport | None:
+        """The core's report of the last call: ``summarized``, ``unchanged`` (reused, no
+        call), ``skipped`` and ``failed`` (id -> why)."""
         return self._last_report
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
@@ -126,93 +136,53 @@ class CoSSummaryTransform(TransformComponent):
         groups: OrderedDict[str, list[BaseNode]] = OrderedDict()
         for node in nodes:
             groups.setdefault(node.ref_doc_id or node.node_id, []).append(node)
-        report: dict[str, Any] = {"summarized": [], "reused": [], "skipped": {}, "failed": {}}
-        store, cfg_hash = self.store, self.config.config_hash()
-        todo: list[tuple[str, str]] = []
         heads: dict[str, BaseNode] = {}
+        documents: list[SourceDocument] = []
         for doc_id, members in groups.items():
-            text = "\n\n".join(n.get_content(metadata_mode=MetadataMode.NONE) for n in members)
-            if not text.strip():
-                report["skipped"][doc_id] = "empty text"
-                log.warning("CoSSummaryTransform: skipping %s: empty text", doc_id)
-                continue
-            head = members[0]
-            heads[doc_id] = head
+            head = heads[doc_id] = members[0]
             meta = head.metadata or {}
-            store.upsert_document(
-                doc_id,
-                text,
-                source=str(meta.get("file_path") or meta.get("source", "")),
-                title=str(meta.get("title", "")),
+            text = "\n\n".join(n.get_content(metadata_mode=MetadataMode.NONE) for n in members)
+            documents.append(
+                SourceDocument(
+                    doc_id,
+                    text,
+                    source=str(meta.get("file_path") or meta.get("source", "")),
+                    title=str(meta.get("title", "")),
+                )
             )
-            if store.is_current(doc_id, content_hash(text), cfg_hash):
-                report["reused"].append(doc_id)
-            else:
-                todo.append((doc_id, text))
         progress = None
-        if todo and kwargs.get("show_progress", self._show_progress):
+        if documents and kwargs.get("show_progress", self._show_progress):
             from tqdm.auto import tqdm
 
-            progress = tqdm(total=len(todo), desc="CoS summaries")
-
-        def done(i: int, outcome: CoSResult | BaseException) -> None:
-            doc_id = todo[i][0]
-            if isinstance(outcome, CoSResult):
-                store.save_result(doc_id, outcome)
-                report["summarized"].append(doc_id)
-            elif isinstance(outcome, Exception):
-                report["failed"][doc_id] = f"{type(outcome).__name__}: {outcome}"
-                store.mark_failed(doc_id, report["failed"][doc_id])
-            if progress is not None:
-                progress.update(1)
-
-        if todo:
-            engine = ChainOfSummaries(as_chat_model(self._llm), self.config)
-            await engine.asummarize_many(
-                [t for _, t in todo],
-                doc_ids=[d for d, _ in todo],
-                concurrency=self._concurrency,
-                return_exceptions=True,
-                on_result=done,
-            )
+            progress = tqdm(total=len(documents), desc="CoS summaries")
+        engine = ChainOfSummaries(as_chat_model(self._llm), self.config)
+        report = await summarize_new(
+            self.store,
+            documents,
+            engine,
+            concurrency=self._concurrency,
+            on_progress=(lambda *_: progress.update(1)) if progress is not None else None,
+        )
         if progress is not None:
             progress.close()
+        for doc_id, why in report.skipped.items():
+            log.warning("CoSSummaryTransform: skipping %s: %s", doc_id, why)
         out: list[BaseNode] = []
         for doc_id, head in heads.items():
-            if doc_id in report["failed"]:
+            if doc_id in report.failed or doc_id in report.skipped:
                 continue
             out.append(self._summary_node(doc_id, head))
             if self.emit == "both":
                 out.extend(self._chunk_nodes(doc_id, head))
         self._last_report = report
-        if report["failed"]:
-            raise CoSTransformError(report["failed"], out)
+        if report.failed:
+            raise CoSTransformError(report, out)
         return out
 
-    def _base_meta(self, doc_id: str, head: BaseNode) -> dict[str, Any]:
-        meta = dict(head.metadata or {})
-        doc = self.store.get_document(doc_id)
-        meta.update(
-            {
-                "doc_id": doc_id,
-                "source": doc.source if doc else "",
-                "title": (doc.title if doc else "") or meta.get("title", ""),
-            }
-        )
-        return meta
-
     def _summary_node(self, doc_id: str, head: BaseNode) -> TextNode:
-        current = self.store.current_summary(doc_id)
-        assert current is not None
-        meta = {
-            **self._base_meta(doc_id, head),
-            "cos_kind": "summary",
-            "cos_version": current.version,
-            "summary_tokens": current.summary_tokens,
-            "source_tokens": current.source_tokens,
-        }
-        if current.val_score is not None:
-            meta["val_score"] = round(current.val_score, 4)
+        doc, current = self.store.get_document(doc_id), self.store.current_summary(doc_id)
+        assert doc is not None and current is not None
+        meta = {**(head.metadata or {}), **summary_metadata(doc, current)}
         return TextNode(
             id_=f"{doc_id}::summary",
             text=current.text,
@@ -225,15 +195,17 @@ class CoSSummaryTransform(TransformComponent):
     def _chunk_nodes(self, doc_id: str, head: BaseNode) -> list[TextNode]:
         doc = self.store.get_document(doc_id)
         assert doc is not None
-        base = flatten_metadata({**self._base_meta(doc_id, head), "cos_kind": "chunk"})
         chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
-        return [
-            TextNode(
-                id_=f"{doc_id}::chunk::{i}",
-                text=c,
-                metadata={**base, "chunk": i},
-                relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id)},
-                excluded_embed_metadata_keys=list(base) + ["chunk"],
+        nodes = []
+        for i, c in enumerate(chunks):
+            meta = flatten_metadata({**(head.metadata or {}), **chunk_metadata(doc, i)})
+            nodes.append(
+                TextNode(
+                    id_=f"{doc_id}::chunk::{i}",
+                    text=c,
+                    metadata=meta,
+                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id)},
+                    excluded_embed_metadata_keys=list(meta),
+                )
             )
-            for i, c in enumerate(chunks)
-        ]
+        return nodes

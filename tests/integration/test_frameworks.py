@@ -59,7 +59,7 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
     )
     nodes = pipeline.run(documents=[LIDocument(text=t, id_=k) for k, t in TEXTS.items()])
     assert len(nodes) == 3 and all(n.get_content() for n in nodes)
-    assert sorted(transform.last_report["summarized"]) == sorted(TEXTS)
+    assert sorted(transform.last_report.summarized) == sorted(TEXTS)
     retriever = LIRetriever.from_persist_dir(
         path, embed_model=embed, similarity_top_k=2, threshold=0.0
     )

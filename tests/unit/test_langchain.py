@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableLambda
 
 import langchain_ext
 from cos_integrations import CoSConfig
+from cos_integrations.ingest import CoSIngestError
 from langchain_ext import CoSDocumentTransformer, CoSFallbackRetriever
 
 TOPICS = ["lease", "garden", "parking", "heating"]
@@ -50,18 +51,31 @@ async def test_transformer_async_caches_and_links_sources(tmp_path):
     ]
 
 
-def test_transformer_skips_empty_and_keeps_others_on_failure(tmp_path):
+def test_transformer_skips_empty_and_raises_with_the_others_on_failure(tmp_path):
+    """The failure contract of both frameworks (cos_integrations.ingest): the others are
+    stored and returned on the error; the next call retries only the failed document."""
+
     class FailsOnGarden(ScriptedFakeModel):
         def respond(self, messages, json_schema=None):
             if "garden" in messages[0]["content"]:
                 raise RuntimeError("HTTP 500")
             return super().respond(messages, json_schema)
 
-    t = CoSDocumentTransformer(langchain_fake(FailsOnGarden()), CFG)
-    out = t.transform_documents([*docs(), Document(page_content="  ", id="blank")])
-    assert [d.metadata["doc_id"] for d in out] == ["lease", "parking", "heating"]
-    assert t.last_report["skipped"] == {"blank": "empty page_content"}
-    assert "HTTP 500" in t.last_report["failed"]["garden"]
+    store = tmp_path / "s.db"
+    t = CoSDocumentTransformer(langchain_fake(FailsOnGarden()), CFG, store_path=store)
+    batch = [*docs(), Document(page_content="  ", id="blank")]
+    with pytest.raises(CoSIngestError) as info:
+        t.transform_documents(batch)
+    assert [d.metadata["doc_id"] for d in info.value.outputs] == ["lease", "parking", "heating"]
+    assert set(info.value.failed) == {"garden"} and "HTTP 500" in info.value.failed["garden"]
+    assert t.last_report.skipped == {"blank": "empty text"}
+    fake = ScriptedFakeModel()
+    again = CoSDocumentTransformer(langchain_fake(fake), CFG, store_path=store)
+    out = again.transform_documents(batch)
+    assert [d.metadata["doc_id"] for d in out] == TOPICS
+    assert again.last_report.summarized == ["garden"]
+    assert sorted(again.last_report.unchanged) == ["heating", "lease", "parking"]
+    assert fake.calls and all("garden" in m[0]["content"] for _, m in fake.calls)
 
 
 def test_transformer_passes_callbacks_to_model_calls():

@@ -142,7 +142,7 @@ def test_empty_document_skipped_and_failure_keeps_others(tmp_path):
         t(batch)
     assert set(info.value.failed) == {"garden"}
     assert {n.ref_doc_id for n in info.value.nodes} == {"lease", "parking", "heating"}
-    assert t.last_report["skipped"] == {"blank": "empty text"}
+    assert t.last_report.skipped == {"blank": "empty text"}
     calls = len(fake.calls)
     out = CoSSummaryTransform(
         llm=llamaindex_fake(ScriptedFakeModel()), config=CFG, store_path=tmp_path / "s.db"
