@@ -134,6 +134,9 @@ class CoSIndex:
         self._write_manifest()
 
     def _client(self) -> Any:
+        # Chroma reads this when a client's Settings are made: never phone home, for library
+        # users too (an explicit ANONYMIZED_TELEMETRY in the environment still wins)
+        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         import chromadb
 
         if self.chroma_url:

@@ -112,8 +112,20 @@ def load_file(path: Path, *, root: Path | None = None) -> SourceDocument:
     )
 
 
+def _optional(module: str, what: str):
+    """Import a reader that only the ``local`` extra installs; a clear error without it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(
+            f"reading {what} needs {module}: pip install 'cos-integrations[local]'"
+        ) from exc
+
+
 def _html_text(html: str) -> str:
-    import html2text
+    html2text = _optional("html2text", "HTML")
 
     conv = html2text.HTML2Text()
     conv.ignore_images = True
@@ -125,8 +137,8 @@ def _html_text(html: str) -> str:
 def _pdf_text(data: bytes) -> str:
     import io
 
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    pypdf = _optional("pypdf", "PDF")
+    PdfReader, PdfReadError = pypdf.PdfReader, pypdf.errors.PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(data))

@@ -12,8 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import os
-
 import typer
 
 from . import admin, commands, evaluate
@@ -31,5 +29,4 @@ for _commands in (commands.app, evaluate.app, admin.app):
 
 def main() -> None:
     """Entry point of the ``cos`` script (and of ``python -m cos_integrations.cli``)."""
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # Chroma: never phone home
     app()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..text import estimate_tokens
@@ -23,7 +24,7 @@ app.add_typer(export_app, name="export")
 def _doc_or_exit(idx, doc_id: str):
     doc = idx.store.get_document(doc_id)
     if doc is None:
-        err.print(f"[red]error:[/] no document {doc_id!r} in {idx.path}")
+        err.print(f"[red]error:[/] no document {escape(repr(doc_id))} in {idx.path}")
         raise typer.Exit(2)
     return doc
 
@@ -147,7 +148,7 @@ def _set(index: Path, doc_id: str, version: int, verb: str) -> None:
     try:
         idx.store.set_current(doc_id, version)
     except KeyError as exc:
-        err.print(f"[red]error:[/] {exc.args[0]}")
+        err.print(f"[red]error:[/] {escape(str(exc.args[0]))}")
         raise typer.Exit(2) from exc
     idx.sync_document(doc_id)
     console.print(f"{doc_id}: {verb} v{version}")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import PRESETS, CoSConfig
@@ -68,10 +69,11 @@ def ingest(
     docs, problems = load_paths(list(paths), follow_symlinks=follow_symlinks)
     for p in problems:
         colour = "red" if p.error else "yellow"
-        err.print(f"[{colour}]{'error' if p.error else 'skipped'}:[/] {p.path}: {p.reason}")
+        what = "error" if p.error else "skipped"
+        err.print(f"[{colour}]{what}:[/] {escape(p.path)}: {escape(p.reason)}")
     for d in docs:
         for w in d.warnings:
-            err.print(f"[yellow]warning:[/] {d.source}: {w}")
+            err.print(f"[yellow]warning:[/] {escape(d.source)}: {escape(w)}")
     idx = open_index(
         index,
         chroma_url=chroma_url,
@@ -140,7 +142,7 @@ def _print_ingest(report, idx) -> None:
     for doc_id in report.unchanged:
         table.add_row(doc_id, "unchanged", "", "", "0", "")
     for doc_id, why in report.failed.items():
-        table.add_row(doc_id, f"[red]failed[/]: {why[:80]}", "", "", "", "")
+        table.add_row(doc_id, f"[red]failed[/]: {escape(why[:80])}", "", "", "", "")
     for doc_id, why in report.skipped.items():
         table.add_row(doc_id, f"[yellow]skipped[/]: {why}", "", "", "", "")
     console.print(table)
@@ -210,12 +212,12 @@ def query(
         )
         res = retriever.retrieve(text)
         label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"
-        console.print(f"{label} {text!r}: {res.reason}")
+        console.print(f"{label} {escape(repr(text))}: {escape(res.reason)}")
         for h in res.items:
             snippet = " ".join(h.text.split())[:160]
             console.print(
-                f"  \\[{h.kind}] {h.metadata.get('source') or h.doc_id} "
-                f"(score {h.score:.3f}): {snippet}"
+                f"  \\[{h.kind}] {escape(str(h.metadata.get('source') or h.doc_id))} "
+                f"(score {h.score:.3f}): {escape(snippet)}"
             )
         if res.not_covered:
             console.print("  not covered: a refinement found the source silent on this")
@@ -227,7 +229,7 @@ def query(
             reply = res.answer
             if reply is None and res.items:
                 reply, _ = asyncio.run(answer_from(llm, text, res.items))
-            console.print(f"answer: {reply or 'not found in the index'}")
+            console.print(f"answer: {escape(reply or 'not found in the index')}")
             tokens = res.context_tokens
             console.print(
                 f"context: {len(res.items)} {'summaries' if res.hit else 'source chunks'}, "
@@ -346,5 +348,5 @@ def serve_local(
             except KeyboardInterrupt:
                 console.print("stopping")
     except LocalModelError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from exc

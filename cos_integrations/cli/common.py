@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 __all__ = [
@@ -78,7 +79,7 @@ def open_index(index: Path, *, chroma_url: str | None = None, create: bool = Fal
     try:
         return CoSIndex(index, chroma_url=chroma_url, create=create, **kw)
     except FileNotFoundError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import CoSConfig
@@ -103,7 +104,7 @@ def eval_command(
     try:
         docs = load_dataset(data, limit=limit)
     except (DatasetError, OSError) as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
     for d in docs:
         d.qas = d.qas[:heldout_questions]
@@ -125,7 +126,7 @@ def eval_command(
             test_half=test_half,
         )
     except ValueError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
     config = CoSConfig(
         iterations=iterations,
@@ -174,7 +175,7 @@ def eval_command(
                     )
                 )
             except ValueError as exc:
-                err.print(f"[red]error:[/] {exc}")
+                err.print(f"[red]error:[/] {escape(str(exc))}")
                 raise typer.Exit(2) from exc
     table = Table(
         "method",
@@ -221,7 +222,7 @@ def eval_command(
         draw(result, plot)
         console.print(f"wrote {plot}")
     for e in result.get("errors", []):
-        err.print(f"[red]failed:[/] {e['doc_id']} {e['method']}: {e['error']}")
+        err.print(f"[red]failed:[/] {e['doc_id']} {e['method']}: {escape(str(e['error']))}")
     if result.get("errors"):
         err.print("re-run the same command to retry only what failed")
         raise typer.Exit(1)

