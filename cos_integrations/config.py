@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .defaults import PRESET_NAMES
 from .prompts import PROMPT_VERSION
 
 __all__ = ["CoSConfig", "Strategy", "PRESETS"]
@@ -107,4 +108,4 @@ class CoSConfig(BaseModel):
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-PRESETS = {"default": CoSConfig, "fast": CoSConfig.fast, "paper": CoSConfig.paper}
+PRESETS = dict(zip(PRESET_NAMES, (CoSConfig, CoSConfig.fast, CoSConfig.paper), strict=True))

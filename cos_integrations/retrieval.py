@@ -32,6 +32,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ._sync import run_sync
+from .defaults import (
+    DEFAULT_HIT_CONTEXT,
+    DEFAULT_REJECT_ECHO,
+    DEFAULT_REQUIRE_SUPPORT,
+    DEFAULT_THRESHOLD,
+    DEFAULT_VERIFY_CHUNK,
+    HIT_CONTEXTS,
+    HitContext,
+)
 from .index import CoSIndex, SearchHit
 from .metrics import echoes_question, is_grounded, is_supported, is_unanswered
 from .model import ChatModel
@@ -58,21 +67,6 @@ log = logging.getLogger(__name__)
 
 Judge = Literal["score", "llm"]
 RefineMode = Literal["queue", "background", "off"]
-HitContext = Literal["summaries", "best", "best+chunk"]
-HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk")
-
-# The hit rule's defaults, in one place: the CLI and both frameworks' retrievers use these.
-# Chosen by the ablation in BENCHMARKS.md ("The product against plain chunk RAG"): with the
-# 1.5B model, the best summary plus its document's best chunk, and an answer that one
-# sentence of that context supports, made hits as trustworthy as the source. The threshold
-# is tuned to e5's cosine scores (median 0.83 for a question and its best summary): 0.84
-# saved context tokens but kept a refined summary from being asked at all in the quick
-# start (its similarity rose to 0.832), so refinement could not teach; 0.80 keeps it.
-DEFAULT_THRESHOLD = 0.80
-DEFAULT_HIT_CONTEXT: HitContext = "best+chunk"  # judge="llm"; judge="score" returns k summaries
-DEFAULT_REJECT_ECHO = False
-DEFAULT_REQUIRE_SUPPORT = True
-DEFAULT_VERIFY_CHUNK = False
 
 
 @dataclass

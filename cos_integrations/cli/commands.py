@@ -12,15 +12,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..config import PRESETS, CoSConfig
-from ..engine import ChainOfSummaries
-from ..retrieval import (
+from ..defaults import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
+    HIT_CONTEXTS,
+    PRESET_NAMES,
 )
-from ..runtime import open_model
 from .common import (
     BaseUrlOpt,
     ChromaOpt,
@@ -44,7 +43,7 @@ app = typer.Typer()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (recursive).")],
     index: IndexOpt = Path("index"),
-    preset: Annotated[str, typer.Option(help=f"One of {sorted(PRESETS)}.")] = "default",
+    preset: Annotated[str, typer.Option(help=f"One of {sorted(PRESET_NAMES)}.")] = "default",
     strategy: Annotated[
         str | None, typer.Option(help="cos, cos-draft, density, zero-shot or mini.")
     ] = None,
@@ -58,7 +57,10 @@ def ingest(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise documents with CoS into an index (store + Chroma); unchanged files are skipped."""
+    from ..config import CoSConfig
+    from ..engine import ChainOfSummaries
     from ..loaders import load_paths
+    from ..runtime import open_model
 
     setup_logging(verbose)
     overrides = {"strategy": strategy} if strategy else {}
@@ -187,7 +189,8 @@ def query(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Search the summaries; on a miss, fall back to full text and queue a refinement."""
-    from ..retrieval import HIT_CONTEXTS, FallbackRetriever, answer_from
+    from ..retrieval import FallbackRetriever, answer_from
+    from ..runtime import open_model
 
     setup_logging(verbose)
     idx = open_index(index, chroma_url=chroma_url)
@@ -296,7 +299,9 @@ def refine(
     if not pending and not watch:
         console.print("no pending refine jobs")
         return
+    from ..engine import ChainOfSummaries
     from ..refine import Refiner
+    from ..runtime import open_model
 
     with open_model(
         model,

@@ -10,14 +10,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..config import CoSConfig
-from ..retrieval import (
+from ..defaults import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
 )
-from ..runtime import describe_choice, open_model
 from .common import BaseUrlOpt, LocalOpt, ModelOpt, console, err, progress_bar, setup_logging
 
 __all__ = ["app"]
@@ -89,6 +87,7 @@ def eval_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
+    from ..config import CoSConfig
     from ..evaluation import (
         RETRIEVAL_COLUMNS,
         RETRIEVAL_METHODS,
@@ -99,6 +98,7 @@ def eval_command(
         run_eval,
     )
     from ..evaluation import plot as draw
+    from ..runtime import describe_choice, open_model
 
     setup_logging(verbose)
     try:

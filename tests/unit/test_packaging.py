@@ -60,3 +60,17 @@ def test_one_version_and_typed_packages():
         assert needed in base
     for pkg in ("cos_integrations", "llamaindex_ext", "langchain_ext"):
         assert (ROOT / pkg / "py.typed").is_file()
+
+
+def test_lazy_exports_resolve_and_cos_help_loads_no_model_client():
+    """``cos --help`` must not import the OpenAI client, Chroma or the frameworks (issue:
+    start-up); every lazily exported name still resolves to its defining module's object."""
+    for name in cos_integrations.__all__:
+        assert getattr(cos_integrations, name) is not None
+    code = (
+        "import sys; from cos_integrations.cli import app; "
+        "print(sorted(m for m in ('openai', 'chromadb', 'llama_index', 'langchain_core', "
+        "'pydantic', 'xllamacpp') if m in sys.modules))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "[]", res.stdout

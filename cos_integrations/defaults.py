@@ -1,0 +1,43 @@
+"""Defaults chosen by measurement, in one place, in a module that imports nothing heavy
+(the CLI reads them while it starts; ``cos --help`` must not load a model client).
+
+The hit rule's defaults were chosen by the ablation in BENCHMARKS.md ("The product against
+plain chunk RAG"): with the 1.5B model, the best summary plus its document's best chunk, and
+an answer that one sentence of that context supports, made hits as trustworthy as the
+source. The threshold is tuned to e5's cosine scores (median 0.83 for a question and its
+best summary): 0.84 saved context tokens but kept a refined summary from being asked at
+all in the quick start (its similarity rose to 0.832), so refinement could not teach; 0.80
+keeps it.
+
+Example:
+    >>> from cos_integrations.defaults import DEFAULT_THRESHOLD, HIT_CONTEXTS
+    >>> DEFAULT_THRESHOLD, HIT_CONTEXTS[-1]
+    (0.8, 'best+chunk')
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "HitContext",
+    "HIT_CONTEXTS",
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_HIT_CONTEXT",
+    "DEFAULT_REJECT_ECHO",
+    "DEFAULT_REQUIRE_SUPPORT",
+    "DEFAULT_VERIFY_CHUNK",
+    "PRESET_NAMES",
+]
+
+HitContext = Literal["summaries", "best", "best+chunk"]
+HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk")
+
+DEFAULT_THRESHOLD = 0.80
+DEFAULT_HIT_CONTEXT: HitContext = "best+chunk"  # judge="llm"; judge="score" returns k summaries
+DEFAULT_REJECT_ECHO = False
+DEFAULT_REQUIRE_SUPPORT = True
+DEFAULT_VERIFY_CHUNK = False
+
+# the names of CoSConfig's presets (cos_integrations.config.PRESETS maps them to configs)
+PRESET_NAMES: tuple[str, ...] = ("default", "fast", "paper")
