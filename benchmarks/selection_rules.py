@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from cos_integrations.engine import _choose
+from cos_integrations.engine import select_iteration
 from cos_integrations.result import IterationRecord
 
 Iteration = dict
@@ -36,7 +36,7 @@ def _all(it: Iteration, n_train: int, n_val: int) -> float:
 
 
 def _engine(its: list[Iteration]) -> Iteration:
-    """The engine's own rule (``engine._choose``), applied to the recorded iterations."""
+    """The engine's own rule (``engine.select_iteration``), applied to the recorded iterations."""
     records = [
         IterationRecord(
             index=it["index"],
@@ -49,7 +49,7 @@ def _engine(its: list[Iteration]) -> Iteration:
         )
         for it in its
     ]
-    return its[records.index(_choose(records))]
+    return its[records.index(select_iteration(records))]
 
 
 RULES: dict[str, Rule] = {

@@ -22,7 +22,6 @@ __all__ = [
     "Embedder",
     "LocalEmbedder",
     "HashingEmbedder",
-    "ChromaEmbeddingFunction",
     "FunctionEmbedder",
 ]
 
@@ -131,26 +130,3 @@ class FunctionEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return _unit(list(self._query(text)))
-
-
-class ChromaEmbeddingFunction:
-    """Adapts an :class:`Embedder` to Chroma's ``EmbeddingFunction`` (documents side).
-
-    Chroma's own default downloads a model at run time; pass this instead.
-    """
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-
-    def __call__(self, input: list[str]) -> list[list[float]]:  # noqa: A002 - Chroma's name
-        return self.embedder.embed_documents(list(input))
-
-    def embed_query(self, input: list[str]) -> list[list[float]]:  # noqa: A002
-        return [self.embedder.embed_query(t) for t in input]
-
-    @staticmethod
-    def name() -> str:
-        return "cos-integrations"
-
-    def is_legacy(self) -> bool:
-        return False

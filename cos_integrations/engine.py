@@ -46,7 +46,13 @@ from .result import CoSResult, IterationRecord, QuestionScore
 from .text import TokenCounter, complete_sentences, estimate_tokens, split_sections
 from .usage import Usage
 
-__all__ = ["ChainOfSummaries", "ModelRun", "Evaluation", "PROMPT_OVERHEAD_TOKENS"]
+__all__ = [
+    "ChainOfSummaries",
+    "ModelRun",
+    "Evaluation",
+    "PROMPT_OVERHEAD_TOKENS",
+    "select_iteration",
+]
 
 log = logging.getLogger(__name__)
 
@@ -580,7 +586,7 @@ class ChainOfSummaries:
                 best_selection, stale = ev.selection, 0
             else:
                 stale += 1
-        best = _choose(result.iterations)
+        best = select_iteration(result.iterations)
         result.best_iteration, result.summary = best.index, best.summary
         return result
 
@@ -695,7 +701,7 @@ def _record(record: IterationRecord, ev: Evaluation) -> None:
     record.scores, record.train_score, record.val_score = ev.scores, ev.train, ev.val
 
 
-def _choose(iterations: list[IterationRecord]) -> IterationRecord:
+def select_iteration(iterations: list[IterationRecord]) -> IterationRecord:
     """Best validation score (refinement score when there is no validation set); ties go to
     the better refinement score, then the shorter summary, then the earlier one. Failed and
     rejected rewrites never win.

@@ -29,8 +29,9 @@ from .engine import ChainOfSummaries, ModelRun
 from .metrics import exact_match, squad_f1
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
-from .questions import ParseError, QAPair, parse_answers
+from .questions import ParseError, parse_answers
 from .reference import reference_summarize
+from .result import IterationRecord
 from .retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
@@ -122,6 +123,20 @@ async def _answer_all(llm: ChatModel, content: str, qas: Sequence[EvalQA]) -> tu
     return sum(f1) / len(f1), sum(em) / len(em)
 
 
+def iteration_record(it: IterationRecord) -> dict[str, Any]:
+    """One iteration as the results file keeps it (what best-iteration selection saw);
+    ``benchmarks/selection_rules.py`` replays selection rules on these."""
+    return {
+        "index": it.index,
+        "kind": str(it.kind),
+        "train_score": it.train_score,
+        "val_score": it.val_score,
+        "accepted": it.accepted,
+        "failed": it.failed,
+        "words": len(it.summary.split()),
+    }
+
+
 async def _summarise(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig):
     if method == "reference":
         return await reference_summarize(llm, doc.text, config, doc_id=doc.doc_id)
@@ -148,18 +163,8 @@ async def _one(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig) -> 
                     f1, _ = await _answer_all(llm, it.summary, doc.qas)
                     per_iter.append((it.index, f1))
             record["heldout_f1_per_iteration"] = per_iter
-            record["iterations"] = [  # what selection saw, to study the selection rule
-                {
-                    "index": it.index,
-                    "kind": str(it.kind),
-                    "train_score": it.train_score,
-                    "val_score": it.val_score,
-                    "accepted": it.accepted,
-                    "failed": it.failed,
-                    "words": len(it.summary.split()),
-                }
-                for it in result.iterations
-            ]
+            # what selection saw, to study the selection rule
+            record["iterations"] = [iteration_record(it) for it in result.iterations]
             record["oracle_heldout_f1"] = max((f for _, f in per_iter), default=0.0)
             record["best_iteration"] = result.best_iteration
     record["seconds"] = time.monotonic() - t0
@@ -697,8 +702,3 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def questions_of(doc: EvalDoc) -> list[QAPair]:
-    """The held-out questions as a bank (for callers that want to use them as human ones)."""
-    return [QAPair(question=q.question, answers=q.answers, origin="human") for q in doc.qas]

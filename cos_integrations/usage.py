@@ -28,8 +28,3 @@ class Usage(BaseModel):
         self.completion_tokens += other.completion_tokens
         self.cached_tokens += other.cached_tokens
         return self
-
-    @property
-    def uncached_prompt_tokens(self) -> int:
-        """Prompt tokens the server had to process (not served from its prompt cache)."""
-        return self.prompt_tokens - self.cached_tokens

@@ -14,7 +14,7 @@ from cos_integrations import (
     CoSResult,
     QAPair,
 )
-from cos_integrations.engine import _choose
+from cos_integrations.engine import select_iteration
 from cos_integrations.result import IterationRecord
 
 DOC = make_document(15)
@@ -117,10 +117,10 @@ def test_ties_go_to_the_shorter_summary():
         IterationRecord(index=2, kind="rewrite", summary="a", val_score=0.4),
         IterationRecord(index=3, kind="rewrite", summary="z", val_score=0.9, accepted=False),
     ]
-    assert _choose(its).index == 1
+    assert select_iteration(its).index == 1
     # a validation tie goes to the better refinement score before the shorter summary
     its[0].train_score, its[1].train_score = 0.75, 0.25
-    assert _choose(its).index == 0
+    assert select_iteration(its).index == 0
 
 
 def _between_summary(messages):

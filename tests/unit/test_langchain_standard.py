@@ -1,6 +1,8 @@
 """LangChain's own standard retriever suite against CoSFallbackRetriever (offline)."""
 
 import asyncio
+import atexit
+import shutil
 import tempfile
 from functools import lru_cache
 
@@ -17,6 +19,7 @@ from langchain_ext import CoSFallbackRetriever
 @lru_cache(maxsize=1)
 def _index_dir() -> str:
     path = tempfile.mkdtemp(prefix="cos-lc-standard-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)  # the suite builds no fixture
     index = CoSIndex(path, embedder=HashingEmbedder(256))
     engine = ChainOfSummaries(ScriptedFakeModel(), CoSConfig.fast(iterations=0))
     docs = [

@@ -5,7 +5,8 @@ import importlib.util
 import json
 from pathlib import Path
 
-from cos_integrations.engine import _choose
+from cos_integrations.engine import select_iteration
+from cos_integrations.evaluation import iteration_record
 from cos_integrations.result import IterationRecord
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "selection_rules.py"
@@ -22,18 +23,7 @@ def _record(its: list[IterationRecord], heldout: list[float]) -> dict:
     return {
         "method": "cos",
         "heldout_f1_per_iteration": [[it.index, f] for it, f in zip(its, heldout, strict=True)],
-        "iterations": [
-            {
-                "index": it.index,
-                "kind": str(it.kind),
-                "train_score": it.train_score,
-                "val_score": it.val_score,
-                "accepted": it.accepted,
-                "failed": it.failed,
-                "words": len(it.summary.split()),
-            }
-            for it in its
-        ],
+        "iterations": [iteration_record(it) for it in its],
     }
 
 
@@ -52,7 +42,7 @@ def test_engine_rule_replayed_and_alternatives_scored(tmp_path):
     for its in (tie, clear):
         recorded = _record(its, [0.0] * len(its))["iterations"]
         replayed = engine_rule([r for r in recorded if r["accepted"] and not r["failed"]])
-        assert replayed["index"] == _choose(its).index
+        assert replayed["index"] == select_iteration(its).index
     path = tmp_path / "r.docs.jsonl"
     unscored = _record([IterationRecord(index=0, kind="thesis", summary="a", failed=True)], [0])
     unscored.update(heldout_f1_per_iteration=[], heldout_f1=0.1)  # every rule returns it
