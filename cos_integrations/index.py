@@ -134,19 +134,35 @@ class CoSIndex:
         self._write_manifest()
 
     def _client(self) -> Any:
-        # Chroma reads this when a client's Settings are made: never phone home, for library
-        # users too (an explicit ANONYMIZED_TELEMETRY in the environment still wins)
-        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         import chromadb
+        from chromadb.config import Settings
 
-        if self.chroma_url:
-            url = urlparse(self.chroma_url)
-            return chromadb.HttpClient(
-                host=url.hostname or "127.0.0.1",
-                port=url.port or (443 if url.scheme == "https" else 8000),
-                ssl=url.scheme == "https",
-            )
-        return chromadb.PersistentClient(path=str(self.path))
+        # Never phone home, for library users too: Chroma reads this when Settings are made,
+        # so clients the application opens later get the same settings (an explicit
+        # ANONYMIZED_TELEMETRY in the environment still wins).
+        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+        settings = Settings()
+
+        def make(settings: Any) -> Any:
+            if self.chroma_url:
+                url = urlparse(self.chroma_url)
+                return chromadb.HttpClient(
+                    host=url.hostname or "127.0.0.1",
+                    port=url.port or (443 if url.scheme == "https" else 8000),
+                    ssl=url.scheme == "https",
+                    settings=settings,
+                )
+            return chromadb.PersistentClient(path=str(self.path), settings=settings)
+
+        try:
+            return make(settings)
+        except ValueError as exc:
+            if "different settings" not in str(exc):
+                raise
+            # the application opened this path before us with telemetry the other way:
+            # Chroma allows one set of settings per path and process, so share theirs
+            flipped = Settings(anonymized_telemetry=not settings.anonymized_telemetry)
+            return make(flipped)
 
     def _write_manifest(self) -> None:
         manifest = {

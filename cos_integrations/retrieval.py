@@ -29,9 +29,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ._sync import run_sync
+from .config import CoSConfig
 from .defaults import (
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
@@ -62,6 +63,9 @@ __all__ = [
     "DEFAULT_REQUIRE_SUPPORT",
     "DEFAULT_VERIFY_CHUNK",
 ]
+
+if TYPE_CHECKING:
+    from .refine import BackgroundRefiner
 
 log = logging.getLogger(__name__)
 
@@ -139,9 +143,14 @@ class FallbackRetriever:
     """Summaries first, full text on a miss, and a refine job for every miss.
 
     ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos refine`` worker processes), ``"off"``,
-    or ``"background"`` (``on_miss`` is called with the job id, e.g. a background worker's
-    ``notify``). ``hit_context``, ``reject_echo``, ``require_support`` and ``verify_chunk``
-    shape the hit decision (see the module docstring); ``k`` summaries are searched either way.
+    or ``"background"`` (enqueue, and a :class:`~cos_integrations.refine.BackgroundRefiner`
+    owned by this retriever, started on the first miss, refines with ``llm`` and
+    ``refine_config`` (default: the index's config) while queries go on; :meth:`close`
+    stops it). ``on_miss(result)`` is called for every miss that queued a job. A call may
+    pass its own ``llm=`` (e.g. one bound to a framework run's callbacks); the counters
+    ``hits`` and ``misses`` stay on this retriever. ``hit_context``, ``reject_echo``,
+    ``require_support`` and ``verify_chunk`` shape the hit decision (see the module
+    docstring); ``k`` summaries are searched either way.
 
     Example:
         >>> retriever = FallbackRetriever(index, llm=llm, judge="llm", k=2)  # doctest: +SKIP
@@ -164,9 +173,16 @@ class FallbackRetriever:
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
         verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
+        refine_config: CoSConfig | None = None,
     ) -> None:
         if judge == "llm" and llm is None:
             raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
+        if refine_on_miss not in ("queue", "background", "off"):
+            raise ValueError(
+                f"refine_on_miss must be queue, background or off, not {refine_on_miss!r}"
+            )
+        if refine_on_miss == "background" and llm is None:
+            raise ValueError('refine_on_miss="background" needs llm= to refine with')
         if hit_context is None:
             # what was measured best for the model judge; a similarity-only hit has no
             # judge and returns the top-k summaries (the retriever's k contract)
@@ -185,15 +201,24 @@ class FallbackRetriever:
         self.reject_echo = reject_echo
         self.require_support = require_support
         self.verify_chunk = verify_chunk
+        self.refine_config = refine_config
         self.hits = 0
         self.misses = 0
+        self._background: BackgroundRefiner | None = None
 
-    def retrieve(self, query: str, *, k: int | None = None) -> RetrievalResult:
+    def retrieve(
+        self, query: str, *, k: int | None = None, llm: ChatModel | None = None
+    ) -> RetrievalResult:
         """Sync wrapper of :meth:`aretrieve`."""
-        return run_sync(self.aretrieve(query, k=k))
+        return run_sync(self.aretrieve(query, k=k, llm=llm))
 
-    async def aretrieve(self, query: str, *, k: int | None = None) -> RetrievalResult:
+    async def aretrieve(
+        self, query: str, *, k: int | None = None, llm: ChatModel | None = None
+    ) -> RetrievalResult:
+        """Decide hit or miss for ``query`` (``k`` summaries searched, default ``self.k``);
+        ``llm`` overrides the retriever's model for this call's judge."""
         k = self.k if k is None else k
+        llm = llm or self.llm
         index = self.index
         embedding = await asyncio.to_thread(index.embedder.embed_query, query)
         candidates = await asyncio.to_thread(index.search_summaries, query, k, embedding=embedding)
@@ -211,8 +236,8 @@ class FallbackRetriever:
         if not relevant:
             hit, reason = False, f"best similarity {best.score:.3f} < {self.threshold}"
         elif self.judge == "llm":
-            assert self.llm is not None
-            judge_answer, usage = await ask(self.llm, query, context)
+            assert llm is not None
+            judge_answer, usage = await ask(llm, query, context)
             checks = await asyncio.to_thread(self._checks, judge_answer, query, context, embedding)
             failed = [name for name in self._required() if not checks.get(name)]
             hit = not failed
@@ -372,6 +397,30 @@ class FallbackRetriever:
             query, False, items, reason, candidates, job_id=job_id, usage=usage, fallback=fallback
         )
         log.info("cache miss for %r (%s); refine job %s on %s", query, reason, job_id, target)
-        if self.on_miss and job_id is not None:
-            self.on_miss(result)
+        if job_id is not None:
+            if self.refine_on_miss == "background":
+                self._background_refiner().notify()
+            if self.on_miss:
+                self.on_miss(result)
         return result
+
+    def _background_refiner(self) -> BackgroundRefiner:
+        if self._background is None:
+            from .engine import ChainOfSummaries
+            from .refine import BackgroundRefiner, Refiner
+
+            assert self.llm is not None
+            engine = ChainOfSummaries(self.llm, self.refine_config or self.index.config)
+            self._background = BackgroundRefiner(Refiner(self.index, engine))
+        return self._background
+
+    @property
+    def background(self) -> BackgroundRefiner | None:
+        """The background refiner of ``refine_on_miss="background"``, once started."""
+        return self._background
+
+    def close(self) -> None:
+        """Stop the background refiner, if one was started (queued jobs stay in the store)."""
+        if self._background is not None:
+            self._background.close()
+            self._background = None

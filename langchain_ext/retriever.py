@@ -94,9 +94,8 @@ class CoSFallbackRetriever(BaseRetriever):
     _llm: Any = PrivateAttr(default=None)
     _embeddings: Any = PrivateAttr(default=None)
     _index: CoSIndex | None = PrivateAttr(default=None)
-    _background: Any = PrivateAttr(default=None)
-    _hits: int = PrivateAttr(default=0)
-    _misses: int = PrivateAttr(default=0)
+    _core: FallbackRetriever | None = PrivateAttr(default=None)
+    _core_spec: tuple = PrivateAttr(default=())
 
     def __init__(self, *, llm: Any = None, embeddings: Any = None, **data: Any) -> None:
         super().__init__(**data)
@@ -125,11 +124,11 @@ class CoSFallbackRetriever(BaseRetriever):
 
     @property
     def hits(self) -> int:
-        return self._hits
+        return self.core.hits
 
     @property
     def misses(self) -> int:
-        return self._misses
+        return self.core.misses
 
     # ------------------------------------------------------------------ writing
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
@@ -162,43 +161,41 @@ class CoSFallbackRetriever(BaseRetriever):
         return [*report.summarized, *report.unchanged]
 
     # ------------------------------------------------------------------ reading
-    def _core(self, run_manager: Any, k: int) -> FallbackRetriever:
-        llm = None
-        if self._llm is not None:
-            llm = as_chat_model(self._llm, {"callbacks": run_manager.get_child()})
-        on_miss = None
-        if self.refine_on_miss == "background":
-            on_miss = self._background_refiner(llm).notify
-        return FallbackRetriever(
-            self.index,
-            llm=llm,
-            k=k,
-            threshold=self.threshold,
-            judge=self.judge,
-            refine_on_miss=self.refine_on_miss,
-            on_miss=on_miss,
-            hit_context=self.hit_context,
-            reject_echo=self.reject_echo,
-            require_support=self.require_support,
-            verify_chunk=self.verify_chunk,
-        )
+    @property
+    def core(self) -> FallbackRetriever:
+        """The one core retriever behind every query (its counters are this retriever's).
 
-    def _background_refiner(self, llm: Any):
-        if self._background is None:
-            from cos_integrations.refine import BackgroundRefiner, Refiner
+        Fields changed after construction apply to the next query: the thresholds and
+        checks are copied over each time; a new ``judge``, ``hit_context`` or
+        ``refine_on_miss`` builds a new core that keeps the counters."""
+        spec = (self.judge, self.hit_context, self.refine_on_miss)
+        if self._core is None or self._core_spec != spec:
+            old = self._core
+            self._core = FallbackRetriever(
+                self.index,
+                llm=as_chat_model(self._llm) if self._llm is not None else None,
+                judge=self.judge,
+                refine_on_miss=self.refine_on_miss,
+                hit_context=self.hit_context,
+                refine_config=self.cos_config,
+            )
+            self._core_spec = spec
+            if old is not None:
+                self._core.hits, self._core.misses = old.hits, old.misses
+                old.close()
+        core = self._core
+        core.k, core.threshold = self.k, self.threshold
+        core.reject_echo, core.require_support = self.reject_echo, self.require_support
+        core.verify_chunk = self.verify_chunk
+        return core
 
-            if llm is None:
-                raise ValueError('refine_on_miss="background" needs llm=')
-            base = as_chat_model(self._llm)
-            engine = ChainOfSummaries(base, self.cos_config or self.index.config)
-            self._background = BackgroundRefiner(Refiner(self.index, engine))
-        return self._background
+    def _run_llm(self, run_manager: Any) -> Any:
+        """The model for this query's judge, under the run's callbacks (nested runs)."""
+        if self._llm is None:
+            return None
+        return as_chat_model(self._llm, {"callbacks": run_manager.get_child()})
 
     def _documents(self, res: RetrievalResult) -> list[Document]:
-        if res.hit:
-            self._hits += 1
-        elif res.items or res.not_covered:
-            self._misses += 1
         return [_to_document(h, res.hit) for h in res.items]
 
     @staticmethod
@@ -215,7 +212,7 @@ class CoSFallbackRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         k = int(kwargs.get("k", self.k))
-        res = self._core(run_manager, k).retrieve(query, k=k)
+        res = self.core.retrieve(query, k=k, llm=self._run_llm(run_manager))
         if not res.hit and (res.items or res.not_covered):
             dispatch_custom_event(
                 "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
@@ -226,7 +223,7 @@ class CoSFallbackRetriever(BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         k = int(kwargs.get("k", self.k))
-        res = await self._core(run_manager, k).aretrieve(query, k=k)
+        res = await self.core.aretrieve(query, k=k, llm=self._run_llm(run_manager))
         if not res.hit and (res.items or res.not_covered):
             await adispatch_custom_event(
                 "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
@@ -235,6 +232,5 @@ class CoSFallbackRetriever(BaseRetriever):
 
     def close(self) -> None:
         """Stop the background refiner, if one runs (queued jobs stay in the store)."""
-        if self._background is not None:
-            self._background.close()
-            self._background = None
+        if self._core is not None:
+            self._core.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -36,7 +37,14 @@ class CoSLocalEmbedding(BaseEmbedding):
         return self._impl.embed_query(query)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._impl.embed_query(query)
+        # the model runs on the CPU: in a worker thread, so the event loop keeps serving
+        return await asyncio.to_thread(self._impl.embed_query, query)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await asyncio.to_thread(self._impl.embed_documents, [text]))[0]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._impl.embed_documents, texts)
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._impl.embed_documents([text])[0]

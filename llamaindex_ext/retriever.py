@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +21,8 @@ from llama_index.core.schema import (
 )
 from pydantic import PrivateAttr
 
-from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations import CoSConfig
+from cos_integrations.embeddings import LocalEmbedder
 from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
@@ -69,6 +71,31 @@ def _node(hit: SearchHit, hit_flag: bool) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
+def _from_settings(name: str) -> Any:
+    """``Settings.llm`` or ``Settings.embed_model``; a clear error when none can be had
+    (LlamaIndex resolves an unset one to OpenAI's, which needs a key)."""
+    from llama_index.core import Settings
+
+    try:
+        return getattr(Settings, name)
+    except Exception as exc:  # LlamaIndex raises ValueError/ImportError from its resolver
+        raise ValueError(
+            f"no {name}= given and Settings.{name} is not usable ({exc}); pass {name}= "
+            f"or set Settings.{name}"
+        ) from exc
+
+
+def _core_embedder(persist_dir: str | Path) -> bool | None:
+    """Whether the index's manifest names an embedder the core opens by itself (``None``:
+    no manifest yet, so nothing says which embedder wrote the vectors)."""
+    manifest = Path(persist_dir) / "manifest.json"
+    try:
+        name = json.loads(manifest.read_text())["embedding"]["name"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return name == LocalEmbedder.name or name.startswith("hashing-bow-")
+
+
 class CoSFallbackRetriever(BaseRetriever):
     """Summaries on a hit; source chunks, a refine job and an event on a miss.
 
@@ -77,9 +104,9 @@ class CoSFallbackRetriever(BaseRetriever):
 
             from llamaindex_ext import CoSFallbackRetriever, CoSLocalEmbedding
 
-            retriever = CoSFallbackRetriever.from_persist_dir(
-                "./index", llm=llm, embed_model=CoSLocalEmbedding(), similarity_top_k=3
-            )
+            retriever = CoSFallbackRetriever.from_defaults(
+                persist_dir="./index", llm=llm, similarity_top_k=3
+            )   # llm / embed_model default to Settings where needed
 
     Retrieve:
         .. code-block:: python
@@ -113,18 +140,8 @@ class CoSFallbackRetriever(BaseRetriever):
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.index = index
-        self.similarity_top_k = similarity_top_k
+        self.similarity_top_k = similarity_top_k  # read on every query
         self._chat = as_chat_model(llm) if llm is not None else None
-        self._background = None
-        on_miss = None
-        if refine_on_miss == "background":
-            if self._chat is None:
-                raise ValueError('refine_on_miss="background" needs llm=')
-            from cos_integrations.refine import BackgroundRefiner, Refiner
-
-            engine = ChainOfSummaries(self._chat, config or index.config)
-            self._background = BackgroundRefiner(Refiner(index, engine))
-            on_miss = self._background.notify
         self.core = FallbackRetriever(
             index,
             llm=self._chat,
@@ -132,11 +149,53 @@ class CoSFallbackRetriever(BaseRetriever):
             threshold=threshold,
             judge=judge,
             refine_on_miss=refine_on_miss,
-            on_miss=on_miss,
             hit_context=hit_context,
             reject_echo=reject_echo,
             require_support=require_support,
             verify_chunk=verify_chunk,
+            refine_config=config,
+        )
+
+    @classmethod
+    def from_defaults(
+        cls,
+        persist_dir: str | Path,
+        *,
+        llm: Any = None,
+        embed_model: Any = None,
+        chroma_url: str | None = None,
+        **kwargs: Any,
+    ) -> CoSFallbackRetriever:
+        """Open an index the LlamaIndex way: ``llm`` and ``embed_model`` default to
+        ``Settings.llm`` / ``Settings.embed_model`` where the retriever needs them.
+
+        The model is needed for ``judge="llm"`` and ``refine_on_miss="background"``. The
+        embed model: the one the index's manifest names when the core can rebuild it (the
+        embedded e5, the hashing embedder), so a ``Settings.embed_model`` meant for other
+        indexes never searches this one; ``Settings.embed_model`` when the manifest names
+        another (an error if it is unset); and with no manifest yet (a pipeline wrote the
+        collection), ``Settings.embed_model`` if one is usable, else e5.
+
+        Example:
+            >>> from llama_index.core import Settings              # doctest: +SKIP
+            >>> Settings.llm = my_llm                              # doctest: +SKIP
+            >>> retriever = CoSFallbackRetriever.from_defaults(    # doctest: +SKIP
+            ...     persist_dir="./index", judge="llm")
+        """
+        needs_llm = kwargs.get("judge") == "llm" or kwargs.get("refine_on_miss") == "background"
+        if llm is None and needs_llm:
+            llm = _from_settings("llm")
+        if embed_model is None:
+            own = _core_embedder(persist_dir)
+            if own is False:
+                embed_model = _from_settings("embed_model")
+            elif own is None:  # no manifest yet (e.g. a pipeline wrote the collection)
+                try:
+                    embed_model = _from_settings("embed_model")
+                except ValueError:
+                    embed_model = None  # the core's default, e5
+        return cls.from_persist_dir(
+            persist_dir, llm=llm, embed_model=embed_model, chroma_url=chroma_url, **kwargs
         )
 
     @classmethod
@@ -175,16 +234,16 @@ class CoSFallbackRetriever(BaseRetriever):
         return [_node(h, res.hit) for h in res.items]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._finish(self.core.retrieve(query_bundle.query_str))
+        res = self.core.retrieve(query_bundle.query_str, k=self.similarity_top_k)
+        return self._finish(res)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._finish(await self.core.aretrieve(query_bundle.query_str))
+        res = await self.core.aretrieve(query_bundle.query_str, k=self.similarity_top_k)
+        return self._finish(res)
 
     def close(self) -> None:
         """Stop the background refiner, if any (queued jobs stay in the store)."""
-        if self._background is not None:
-            self._background.close()
-            self._background = None
+        self.core.close()
 
 
 class CoSExpandToSourcePostprocessor(BaseNodePostprocessor):

@@ -83,10 +83,21 @@ class CoSSummaryTransform(TransformComponent):
     apart. Unchanged documents (same text, same config) reuse their stored summary: no call.
     """
 
-    config: CoSConfig = Field(default_factory=CoSConfig)
-    emit: Literal["summary", "both"] = "summary"
-    chunk_words: int = 160
-    store_path: str | None = None
+    config: CoSConfig = Field(
+        default_factory=CoSConfig,
+        description="CoS hyperparameters (strategy, iterations, question counts, word budget).",
+    )
+    emit: Literal["summary", "both"] = Field(
+        default="summary",
+        description='"summary": one summary node per document; "both": its source chunks too.',
+    )
+    chunk_words: int = Field(
+        default=160, gt=0, description='Words per source chunk when emit="both".'
+    )
+    store_path: str | None = Field(
+        default=None,
+        description="SQLite store of summaries, versions and question banks (None: in memory).",
+    )
 
     _llm: Any = PrivateAttr(default=None)
     _store: Any = PrivateAttr(default=None)

@@ -136,3 +136,32 @@ def test_flatten_metadata_reports_each_change():
     assert out["a"] == 1 and out["e"] is True and "b" not in out
     assert out["c"] == '["x", 1]' and out["d"] == '{"k": "v"}' and isinstance(out["f"], str)
     assert len(warnings) == 4
+
+
+def test_telemetry_off_and_the_applications_own_client_on_the_same_path(tmp_path):
+    """Chroma telemetry is off for library users, and an application's own PersistentClient
+    on the index path works whether it was opened before or after the index (Chroma allows
+    one set of settings per path and process). A fresh process: the environment is clean."""
+    import subprocess
+    import sys
+
+    code = """
+import os, sys, chromadb
+from cos_integrations.embeddings import HashingEmbedder
+from cos_integrations.index import CoSIndex
+os.environ.pop("ANONYMIZED_TELEMETRY", None)
+before, after = sys.argv[1], sys.argv[2]
+theirs = chromadb.PersistentClient(path=before)            # the application first
+CoSIndex(before, embedder=HashingEmbedder(64)).summaries.count()
+ours = CoSIndex(after, embedder=HashingEmbedder(64))       # the index first
+late = chromadb.PersistentClient(path=after)
+print(ours.client.get_settings().anonymized_telemetry, late.get_settings().anonymized_telemetry)
+"""
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "a"), str(tmp_path / "b")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["False", "False"]

@@ -156,6 +156,14 @@ def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
     assert name == "cos_cache_miss" and data["job_id"] is not None
     assert [j.status for j in retriever.index.store.jobs()] == ["pending"]
     assert retriever.misses == 1
+    # one core behind every query: counters survive, and a field changed after the first
+    # query applies to the next one
+    retriever.threshold = 0.0
+    assert retriever.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is True
+    assert (retriever.hits, retriever.misses) == (1, 1)
+    retriever.hit_context = "best"
+    assert len(retriever.invoke("What is the garden item 1?")) == 1
+    assert (retriever.hits, retriever.misses) == (2, 1)
 
 
 async def test_async_paths_and_stream_events(retriever):

@@ -262,3 +262,42 @@ def test_summary_only_pipeline_misses_fall_back_to_the_stored_text(tmp_path):
     hit = both.retrieve("What is the garden item 7?")
     assert [n.node.metadata["cos_kind"] for n in hit] == ["summary", "chunk"]
     assert all(n.node.metadata["cos_hit"] for n in hit)
+
+
+def test_from_defaults_reads_settings_and_top_k_is_read_per_query(setup, monkeypatch):
+    """LlamaIndex conventions: from_defaults falls back to Settings.llm / Settings.embed_model
+    (the index was built with a LlamaIndex embed model, which the core cannot rebuild), a
+    clear error when Settings has none, and similarity_top_k changed after construction
+    applies to the next query."""
+    from llama_index.core import Settings
+
+    path, collection, fake, transform, pipeline = setup
+    pipeline.run(documents=docs())
+    # the first open writes the manifest, which names the (LlamaIndex) embedder
+    CoSFallbackRetriever.from_persist_dir(path, embed_model=llamaindex_hash_embedding())
+    # Settings' private slots: the public setters cannot unset, and the getters resolve an
+    # unset model to OpenAI's
+    monkeypatch.setattr(Settings, "_llm", None)
+    monkeypatch.setattr(Settings, "_embed_model", None)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="Settings.embed_model"):
+        CoSFallbackRetriever.from_defaults(persist_dir=path)
+    Settings.embed_model = llamaindex_hash_embedding()
+    with pytest.raises(ValueError, match="Settings.llm"):
+        CoSFallbackRetriever.from_defaults(persist_dir=path, judge="llm")
+    Settings.llm = llamaindex_fake(fake)
+    r = CoSFallbackRetriever.from_defaults(
+        persist_dir=path,
+        judge="llm",
+        threshold=0.1,
+        hit_context="summaries",
+        require_support=False,
+        similarity_top_k=2,
+    )
+    assert r.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"]
+    r.similarity_top_k = 1
+    miss = r.retrieve("What is the garden item 7?")
+    assert len(miss) == 1 and miss[0].node.metadata["cos_kind"] == "chunk"
+    assert (r.hits, r.misses) == (1, 1)
+    fields = CoSSummaryTransform.model_fields
+    assert all(fields[f].description for f in ("config", "emit", "chunk_words", "store_path"))

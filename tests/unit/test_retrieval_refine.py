@@ -185,9 +185,10 @@ def test_expired_lease_is_taken_over(filled):
 
 
 def test_background_refiner_refines_while_serving(filled):
+    """A worker of one's own, notified on each miss (refine_on_miss="queue" + on_miss)."""
     index, engine, model = filled
     with BackgroundRefiner(Refiner(index, engine), idle_poll=0.05) as bg:
-        ret = retriever(index, model, refine_on_miss="background", on_miss=bg.notify)
+        ret = retriever(index, model, refine_on_miss="queue", on_miss=bg.notify)
         q = "What is the lease item 6?"
         assert not ret.retrieve(q).hit
         assert bg.wait_idle(timeout=30)
@@ -195,3 +196,23 @@ def test_background_refiner_refines_while_serving(filled):
         assert ret.retrieve(q).hit
     assert "value 6g" in index.store.current_summary("lease").text
     assert facts(index.store.current_summary("lease").text)
+
+
+def test_refine_on_miss_background_is_the_retrievers_own_worker(filled):
+    """ "background" differs from "queue": the retriever starts its own refiner on the first
+    miss, refines while it serves, and close() stops it."""
+    index, _, model = filled
+    ret = retriever(index, model, refine_on_miss="background")
+    assert ret.background is None  # nothing started before a miss
+    try:
+        q = "What is the lease item 6?"
+        assert not ret.retrieve(q).hit
+        assert ret.background is not None and ret.background.wait_idle(timeout=30)
+        assert [o.status for o in ret.background.outcomes] == ["published"]
+        assert ret.retrieve(q).hit
+    finally:
+        ret.close()
+    assert ret.background is None
+    queued = retriever(index, model, refine_on_miss="queue")
+    assert not queued.retrieve("What is the garden item 6?").hit
+    assert queued.background is None and index.store.jobs("pending")
