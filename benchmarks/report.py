@@ -11,7 +11,11 @@ import json
 import sys
 from pathlib import Path
 
-from cos_integrations.evaluation import RETRIEVAL_COLUMNS, RETRIEVAL_METHODS, retrieval_table
+from cos_integrations.research.evaluation import (
+    RETRIEVAL_COLUMNS,
+    RETRIEVAL_METHODS,
+    retrieval_table,
+)
 
 COLUMNS = [
     ("heldout_f1", "held-out F1", "{:.3f}"),

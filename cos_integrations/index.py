@@ -30,7 +30,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from . import __version__
-from .chunking import chunk_text
 from .config import CoSConfig
 from .embeddings import Embedder
 from .engine import ChainOfSummaries
@@ -43,6 +42,7 @@ from .ingest import (
 )
 from .loaders import SourceDocument
 from .store import SummaryStore
+from .text import chunk_text
 
 __all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata"]
 

@@ -34,7 +34,7 @@ from .index import CoSIndex
 from .metrics import is_grounded, is_unanswered
 from .prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
 from .questions import ParseError, QAPair, parse_answers, parse_summary
-from .store import RefineJob
+from .refine_queue import RefineJob
 from .text import complete_sentences
 from .usage import Usage
 

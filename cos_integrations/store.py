@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .metrics import normalize_answer
 from .questions import QAPair
+from .refine_queue import RefineJob, RefineQueue
 from .result import CoSResult
 
 __all__ = ["SummaryStore", "DocumentRecord", "SummaryVersion", "RefineJob", "content_hash"]
@@ -154,19 +154,7 @@ class SummaryVersion:
     created_at: float
 
 
-@dataclass
-class RefineJob:
-    id: int
-    doc_id: str
-    query: str
-    status: str
-    attempts: int
-    worker: str | None
-    result: str | None
-    error: str | None
-
-
-class SummaryStore:
+class SummaryStore(RefineQueue):
     """SQLite-backed durable state; safe across threads and processes (WAL, busy timeout)."""
 
     def __init__(self, path: str | Path) -> None:
@@ -597,98 +585,6 @@ class SummaryStore:
         )
         return cur.rowcount > 0
 
-    # ------------------------------------------------------------------ refine queue
-    def enqueue(self, doc_id: str, query: str) -> int | None:
-        """Queue a refine job; a pending job with the same normalised query is reused.
-        Returns the job id, or ``None`` when the query is known not to be in the source."""
-        norm = normalize_answer(query)
-        now = time.time()
-        with self._tx() as tx:
-            if tx.execute(
-                "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?", (doc_id, norm)
-            ).fetchone():
-                return None
-            row = tx.execute(
-                "SELECT id FROM refine_jobs WHERE doc_id=? AND norm=?"
-                " AND status IN ('pending','leased')",
-                (doc_id, norm),
-            ).fetchone()
-            if row:
-                return int(row[0])
-            cur = tx.execute(
-                "INSERT INTO refine_jobs(doc_id, query, norm, status, created_at, updated_at)"
-                " VALUES(?,?,?,'pending',?,?)",
-                (doc_id, query, norm, now, now),
-            )
-            return int(cur.lastrowid)
-
-    def lease(self, worker: str, *, lease_seconds: float = 600.0) -> RefineJob | None:
-        """Take the oldest pending job, or one whose lease expired (its worker died)."""
-        now = time.time()
-        with self._tx() as tx:
-            row = tx.execute(
-                "SELECT * FROM refine_jobs WHERE status='pending'"
-                " OR (status='leased' AND lease_until < ?) ORDER BY id LIMIT 1",
-                (now,),
-            ).fetchone()
-            if row is None:
-                return None
-            tx.execute(
-                "UPDATE refine_jobs SET status='leased', worker=?, lease_until=?,"
-                " attempts=attempts+1, updated_at=? WHERE id=?",
-                (worker, now + lease_seconds, now, row["id"]),
-            )
-            row = tx.execute("SELECT * FROM refine_jobs WHERE id=?", (row["id"],)).fetchone()
-        return _job(row)
-
-    def finish_job(self, job_id: int, worker: str, status: str, result: str = "") -> bool:
-        """Close a leased job; False when the lease was lost to another worker."""
-        with self._tx() as tx:
-            cur = tx.execute(
-                "UPDATE refine_jobs SET status=?, result=?, lease_until=NULL, updated_at=?"
-                " WHERE id=? AND worker=? AND status='leased'",
-                (status, result, time.time(), job_id, worker),
-            )
-            if cur.rowcount and status == "not_in_source":
-                row = tx.execute(
-                    "SELECT doc_id, norm, query FROM refine_jobs WHERE id=?", (job_id,)
-                ).fetchone()
-                tx.execute(
-                    "INSERT OR IGNORE INTO not_in_source(doc_id, norm, query, created_at)"
-                    " VALUES(?,?,?,?)",
-                    (row[0], row[1], row[2], time.time()),
-                )
-            return cur.rowcount > 0
-
-    def fail_job(self, job_id: int, worker: str, error: str, *, max_attempts: int = 3) -> str:
-        """Record a failure: back to pending, or ``dead`` after ``max_attempts``."""
-        with self._tx() as tx:
-            row = tx.execute("SELECT attempts FROM refine_jobs WHERE id=?", (job_id,)).fetchone()
-            status = "dead" if row and row[0] >= max_attempts else "pending"
-            tx.execute(
-                "UPDATE refine_jobs SET status=?, error=?, lease_until=NULL, updated_at=?"
-                " WHERE id=? AND worker=? AND status='leased'",
-                (status, error[:2000], time.time(), job_id, worker),
-            )
-        return status
-
-    def jobs(self, status: str | None = None) -> list[RefineJob]:
-        sql, args = "SELECT * FROM refine_jobs", ()
-        if status:
-            sql, args = sql + " WHERE status=?", (status,)
-        rows = self._conn().execute(sql + " ORDER BY id", args).fetchall()
-        return [_job(r) for r in rows]
-
-    def not_in_source(self, doc_id: str, query: str) -> bool:
-        return bool(
-            self._conn()
-            .execute(
-                "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?",
-                (doc_id, normalize_answer(query)),
-            )
-            .fetchone()
-        )
-
     # ------------------------------------------------------------------ counters
     def record_event(
         self, kind: str, doc_id: str | None, query: str, *, context_tokens: int = 0
@@ -740,17 +636,4 @@ def _version(row: sqlite3.Row) -> SummaryVersion:
         source_tokens=row["source_tokens"],
         flags=json.loads(row["flags"]),
         created_at=row["created_at"],
-    )
-
-
-def _job(row: sqlite3.Row) -> RefineJob:
-    return RefineJob(
-        id=row["id"],
-        doc_id=row["doc_id"],
-        query=row["query"],
-        status=row["status"],
-        attempts=row["attempts"],
-        worker=row["worker"],
-        result=row["result"],
-        error=row["error"],
     )

@@ -1,4 +1,6 @@
-"""Token estimates and splitting long documents into sections that fit a context budget."""
+"""Token estimates and every text splitter: sentences, source chunks for the full-text
+collection, and sections of long documents that fit a context budget. One sentence rule
+(``_SENTENCE``: after ``.``, ``!`` or ``?``) serves them all."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ __all__ = [
     "split_sections",
     "split_sentences",
     "complete_sentences",
+    "chunk_text",
     "TokenCounter",
 ]
 
@@ -36,6 +39,46 @@ def split_sentences(text: str) -> list[str]:
         ['One.', 'Two!', 'Three']
     """
     return [s.strip() for line in text.splitlines() for s in _SENTENCE.split(line) if s.strip()]
+
+
+def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:
+    """Chunks of about ``words`` words on sentence boundaries, ``overlap`` words shared.
+
+    Example:
+        >>> len(chunk_text("One. Two. Three.", words=2, overlap=0))
+        2
+    """
+    if words <= overlap:
+        raise ValueError("words must exceed overlap")
+    sentences = split_sentences(text)
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for sent in sentences:
+        n = len(sent.split())
+        if current and size + n > words:
+            chunks.append(" ".join(current))
+            # carry the tail sentences (up to `overlap` words) into the next chunk
+            tail: list[str] = []
+            tail_size = 0
+            for s in reversed(current):
+                if tail_size + len(s.split()) > overlap:
+                    break
+                tail.insert(0, s)
+                tail_size += len(s.split())
+            current, size = tail, tail_size
+        if n > words:  # one enormous sentence: hard-split it
+            ws = sent.split()
+            for i in range(0, len(ws), words - overlap):
+                piece = ws[i : i + words]
+                chunks.append(" ".join(piece))
+            current, size = [], 0
+            continue
+        current.append(sent)
+        size += n
+    if current:
+        chunks.append(" ".join(current))
+    return chunks or ([text.strip()] if text.strip() else [])
 
 
 def complete_sentences(text: str) -> str:

@@ -20,7 +20,6 @@ from pydantic import Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations._sync import run_sync
-from cos_integrations.chunking import chunk_text
 from cos_integrations.ingest import (
     CoSIngestError,
     IngestReport,
@@ -31,6 +30,7 @@ from cos_integrations.ingest import (
 )
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.store import SummaryStore
+from cos_integrations.text import chunk_text
 
 from .llm import as_chat_model
 

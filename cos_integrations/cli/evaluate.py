@@ -88,7 +88,7 @@ def eval_command(
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
     from ..config import CoSConfig
-    from ..evaluation import (
+    from ..research.evaluation import (
         RETRIEVAL_COLUMNS,
         RETRIEVAL_METHODS,
         DatasetError,
@@ -97,7 +97,7 @@ def eval_command(
         retrieval_table,
         run_eval,
     )
-    from ..evaluation import plot as draw
+    from ..research.evaluation import plot as draw
     from ..runtime import describe_choice, open_model
 
     setup_logging(verbose)

@@ -8,8 +8,8 @@ import pytest
 from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.evaluation import DatasetError, load_dataset, plot, run_eval
-from cos_integrations.reference import reference_summarize
+from cos_integrations.research.evaluation import DatasetError, load_dataset, plot, run_eval
+from cos_integrations.research.reference import reference_summarize
 
 DOC = make_document(15)
 
@@ -221,7 +221,7 @@ def test_refine_from_traffic_learns_only_from_the_traffic_half(tmp_path):
 
 
 def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
-    from cos_integrations.evaluation import RetrievalEvalOptions, retrieval_table
+    from cos_integrations.research.evaluation import RetrievalEvalOptions, retrieval_table
 
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=3))
     model = ScriptedFakeModel(thesis_facts=2)  # summaries hold items 0-1; questions ask 10-13
@@ -290,7 +290,7 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
 
 
 def test_summaries_from_a_recorded_run_must_cover_every_document(tmp_path):
-    from cos_integrations.evaluation import RetrievalEvalOptions
+    from cos_integrations.research.evaluation import RetrievalEvalOptions
 
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     recorded = tmp_path / "old.docs.jsonl"
@@ -312,7 +312,7 @@ def test_summaries_from_a_recorded_run_must_cover_every_document(tmp_path):
 
 
 def test_score_judge_hits_are_answered_from_the_summaries(tmp_path):
-    from cos_integrations.evaluation import RetrievalEvalOptions
+    from cos_integrations.research.evaluation import RetrievalEvalOptions
 
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     model = ScriptedFakeModel(thesis_facts=2)

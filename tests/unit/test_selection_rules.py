@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from cos_integrations.engine import select_iteration
-from cos_integrations.evaluation import iteration_record
+from cos_integrations.research.evaluation import iteration_record
 from cos_integrations.result import IterationRecord
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "selection_rules.py"

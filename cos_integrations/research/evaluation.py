@@ -24,22 +24,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .config import CoSConfig
-from .engine import ChainOfSummaries, ModelRun
-from .metrics import exact_match, squad_f1
-from .model import ChatModel
-from .prompts import ANSWERS_SCHEMA, answer_messages
-from .questions import ParseError, parse_answers
-from .reference import reference_summarize
-from .result import IterationRecord
-from .retrieval import (
+from ..config import CoSConfig
+from ..engine import ChainOfSummaries, ModelRun
+from ..metrics import exact_match, squad_f1
+from ..model import ChatModel
+from ..prompts import ANSWERS_SCHEMA, answer_messages
+from ..questions import ParseError, parse_answers
+from ..result import IterationRecord
+from ..retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
 )
-from .text import estimate_tokens
-from .usage import Usage
+from ..text import estimate_tokens
+from ..usage import Usage
+from .reference import reference_summarize
 
 __all__ = [
     "EvalDoc",
@@ -255,10 +255,10 @@ async def _retrieval(
     first half of each document's questions is traffic (its misses queue refine jobs, run
     before the re-test) and the second half is the test set of every method.
     """
-    from .embeddings import LocalEmbedder
-    from .index import CoSIndex
-    from .refine import Refiner
-    from .retrieval import FallbackRetriever, ask
+    from ..embeddings import LocalEmbedder
+    from ..index import CoSIndex
+    from ..refine import Refiner
+    from ..retrieval import FallbackRetriever, ask
 
     index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=config)
     for doc in docs:
@@ -353,7 +353,7 @@ async def _retrieval(
         )
 
     async def right_doc(q: EvalQA, doc: EvalDoc) -> dict[str, Any]:
-        from .index import SearchHit
+        from ..index import SearchHit
 
         item = SearchHit(doc.doc_id, doc.doc_id, doc.text, 1.0, {"title": doc.title}, "doc")
         ans, usage = await answer(q, [item])

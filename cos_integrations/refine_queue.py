@@ -1,0 +1,153 @@
+"""The refine queue: jobs ``(doc_id, query)`` that a miss queues and workers lease.
+
+Leases expire, so a job whose worker died is taken again; a job fails ``max_attempts``
+times before it is ``dead``; a query the source does not answer is remembered per document
+(``not_in_source``) so it is neither queued nor searched for again. The queue lives in the
+store's database (:class:`~cos_integrations.store.SummaryStore` composes this class), so a
+job and the summary version it publishes share one transaction log.
+
+Example:
+    >>> job_id = store.enqueue("docs/lease.md", "When is rent due?")   # doctest: +SKIP
+    >>> job = store.lease("worker-1")                                  # doctest: +SKIP
+    >>> store.finish_job(job.id, "worker-1", "published", "version 2") # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from .metrics import normalize_answer
+
+__all__ = ["RefineJob", "RefineQueue"]
+
+
+@dataclass
+class RefineJob:
+    """One refine job: the query a document's summary missed, and its progress."""
+
+    id: int
+    doc_id: str
+    query: str
+    status: str
+    attempts: int
+    worker: str | None
+    result: str | None
+    error: str | None
+
+
+class RefineQueue:
+    """Queue operations over the store's connection; the store provides the two hooks."""
+
+    def _conn(self) -> sqlite3.Connection:  # provided by the store
+        raise NotImplementedError
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:  # provided by the store
+        raise NotImplementedError
+
+    def enqueue(self, doc_id: str, query: str) -> int | None:
+        """Queue a refine job; a pending job with the same normalised query is reused.
+        Returns the job id, or ``None`` when the query is known not to be in the source."""
+        norm = normalize_answer(query)
+        now = time.time()
+        with self._tx() as tx:
+            if tx.execute(
+                "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?", (doc_id, norm)
+            ).fetchone():
+                return None
+            row = tx.execute(
+                "SELECT id FROM refine_jobs WHERE doc_id=? AND norm=?"
+                " AND status IN ('pending','leased')",
+                (doc_id, norm),
+            ).fetchone()
+            if row:
+                return int(row[0])
+            cur = tx.execute(
+                "INSERT INTO refine_jobs(doc_id, query, norm, status, created_at, updated_at)"
+                " VALUES(?,?,?,'pending',?,?)",
+                (doc_id, query, norm, now, now),
+            )
+            return int(cur.lastrowid)
+
+    def lease(self, worker: str, *, lease_seconds: float = 600.0) -> RefineJob | None:
+        """Take the oldest pending job, or one whose lease expired (its worker died)."""
+        now = time.time()
+        with self._tx() as tx:
+            row = tx.execute(
+                "SELECT * FROM refine_jobs WHERE status='pending'"
+                " OR (status='leased' AND lease_until < ?) ORDER BY id LIMIT 1",
+                (now,),
+            ).fetchone()
+            if row is None:
+                return None
+            tx.execute(
+                "UPDATE refine_jobs SET status='leased', worker=?, lease_until=?,"
+                " attempts=attempts+1, updated_at=? WHERE id=?",
+                (worker, now + lease_seconds, now, row["id"]),
+            )
+            row = tx.execute("SELECT * FROM refine_jobs WHERE id=?", (row["id"],)).fetchone()
+        return _job(row)
+
+    def finish_job(self, job_id: int, worker: str, status: str, result: str = "") -> bool:
+        """Close a leased job; False when the lease was lost to another worker."""
+        with self._tx() as tx:
+            cur = tx.execute(
+                "UPDATE refine_jobs SET status=?, result=?, lease_until=NULL, updated_at=?"
+                " WHERE id=? AND worker=? AND status='leased'",
+                (status, result, time.time(), job_id, worker),
+            )
+            if cur.rowcount and status == "not_in_source":
+                row = tx.execute(
+                    "SELECT doc_id, norm, query FROM refine_jobs WHERE id=?", (job_id,)
+                ).fetchone()
+                tx.execute(
+                    "INSERT OR IGNORE INTO not_in_source(doc_id, norm, query, created_at)"
+                    " VALUES(?,?,?,?)",
+                    (row[0], row[1], row[2], time.time()),
+                )
+            return cur.rowcount > 0
+
+    def fail_job(self, job_id: int, worker: str, error: str, *, max_attempts: int = 3) -> str:
+        """Record a failure: back to pending, or ``dead`` after ``max_attempts``."""
+        with self._tx() as tx:
+            row = tx.execute("SELECT attempts FROM refine_jobs WHERE id=?", (job_id,)).fetchone()
+            status = "dead" if row and row[0] >= max_attempts else "pending"
+            tx.execute(
+                "UPDATE refine_jobs SET status=?, error=?, lease_until=NULL, updated_at=?"
+                " WHERE id=? AND worker=? AND status='leased'",
+                (status, error[:2000], time.time(), job_id, worker),
+            )
+        return status
+
+    def jobs(self, status: str | None = None) -> list[RefineJob]:
+        sql, args = "SELECT * FROM refine_jobs", ()
+        if status:
+            sql, args = sql + " WHERE status=?", (status,)
+        rows = self._conn().execute(sql + " ORDER BY id", args).fetchall()
+        return [_job(r) for r in rows]
+
+    def not_in_source(self, doc_id: str, query: str) -> bool:
+        return bool(
+            self._conn()
+            .execute(
+                "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?",
+                (doc_id, normalize_answer(query)),
+            )
+            .fetchone()
+        )
+
+
+def _job(row: sqlite3.Row) -> RefineJob:
+    return RefineJob(
+        id=row["id"],
+        doc_id=row["doc_id"],
+        query=row["query"],
+        status=row["status"],
+        attempts=row["attempts"],
+        worker=row["worker"],
+        result=row["result"],
+        error=row["error"],
+    )
