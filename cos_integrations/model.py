@@ -107,10 +107,18 @@ def resolve_openai_settings(
 class OpenAIChatModel:
     """A :class:`ChatModel` over any OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
-    Retries 429, 5xx, timeouts and connection errors with exponential backoff and jitter
-    (honouring ``Retry-After``), then raises :class:`CoSModelError`. Structured output is
-    requested with ``response_format=json_schema``; a server that rejects it is asked again
-    without, and not asked again with it. The API key is never printed or serialised.
+    Retries 429, 5xx, connection errors and truncated or garbled bodies with exponential
+    backoff and jitter (honouring ``Retry-After``), then raises :class:`CoSModelError`.
+    Structured output is requested with ``response_format=json_schema``; a server that
+    rejects it is asked again without, and not asked again with it. The API key is never
+    printed or serialised. (The openai SDK's own retries are off: it would retry a timeout
+    from scratch with the same timeout, and give no typed error with the document id.)
+
+    Timeouts fit slow endpoints: by default (``timeout=None``, or ``COS_TIMEOUT`` seconds)
+    each call may take ``60 s`` plus the time the slowest CPU server needs for its prompt
+    (20 tokens/s) and its ``max_tokens`` (2 tokens/s). A call that still times out is
+    retried at most ``timeout_retries`` times, each with twice the time, and the final
+    error says how long it waited and what to change.
 
     Example:
         >>> import asyncio
@@ -125,7 +133,8 @@ class OpenAIChatModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
+        timeout_retries: int = 1,
         max_retries: int = 4,
         backoff_base: float = 0.5,
         backoff_max: float = 20.0,
@@ -135,7 +144,15 @@ class OpenAIChatModel:
     ) -> None:
         self.model, self.base_url, key = resolve_openai_settings(model, base_url, api_key)
         self._api_key = _Secret(key)
+        if timeout is None and os.environ.get("COS_TIMEOUT"):
+            try:
+                timeout = float(os.environ["COS_TIMEOUT"])
+            except ValueError:
+                raise ValueError(
+                    f"COS_TIMEOUT must be a number of seconds, not {os.environ['COS_TIMEOUT']!r}"
+                ) from None
         self.timeout = timeout
+        self.timeout_retries = timeout_retries
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -161,11 +178,18 @@ class OpenAIChatModel:
             client = openai.AsyncOpenAI(
                 api_key=self._api_key.get(),
                 base_url=self.base_url,
-                timeout=self.timeout,
-                max_retries=0,  # we retry ourselves, with logging and a typed final error
+                max_retries=0,  # we retry ourselves (see the class docstring)
             )
             self._clients[loop] = client
         return client
+
+    def timeout_for(self, messages: Sequence[dict[str, str]], max_tokens: int | None) -> float:
+        """Seconds one call may take: ``timeout`` when set, else scaled with the prompt
+        (20 tokens/s) and the requested tokens (2 tokens/s) on top of 60 s."""
+        if self.timeout is not None:
+            return self.timeout
+        prompt = sum(len(m.get("content") or "") for m in messages) / 3.6
+        return 60.0 + prompt / 20.0 + (max_tokens or 1024) / 2.0
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after:
@@ -188,6 +212,9 @@ class OpenAIChatModel:
         last_status: int | None = None
         last_error = "no attempt made"
         attempts = 0
+        timeouts = 0
+        limit = self.timeout_for(messages, max_tokens)
+        prompt_tokens = int(sum(len(m.get("content") or "") for m in messages) / 3.6)
         while attempts <= self.max_retries:
             attempts += 1
             kwargs: dict[str, Any] = {
@@ -205,7 +232,9 @@ class OpenAIChatModel:
                 kwargs["extra_body"] = self.extra_body
             retry_after: str | None = None
             try:
-                resp = await self._client().chat.completions.create(**kwargs)
+                resp = await self._client().chat.completions.create(
+                    **kwargs, timeout=limit * 2**timeouts
+                )
                 return _to_result(resp)
             except openai.APIStatusError as exc:
                 last_status = exc.status_code
@@ -219,7 +248,17 @@ class OpenAIChatModel:
                     break
                 retry_after = exc.response.headers.get("retry-after") if exc.response else None
             except openai.APITimeoutError:
-                last_status, last_error = None, f"timed out after {self.timeout}s"
+                waited = limit * 2**timeouts
+                timeouts += 1
+                last_status = None
+                wanted = max_tokens or "the default"
+                last_error = (
+                    f"timed out after {waited:.0f}s (a prompt of ~{prompt_tokens} tokens, up to "
+                    f"{wanted} new tokens); a slow endpoint needs more time: pass timeout= to "
+                    "OpenAIChatModel or set COS_TIMEOUT (seconds), or ask for fewer tokens"
+                )
+                if timeouts > self.timeout_retries:
+                    break  # not retried blindly: each retry already had twice the time
             except openai.APIConnectionError as exc:
                 last_status, last_error = None, f"connection error: {type(exc.__cause__).__name__}"
             except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:

@@ -58,12 +58,31 @@ def test_client_errors_are_not_retried():
     assert info.value.status == 401 and len(srv.requests) == 1
 
 
-def test_timeout_is_retried_then_reported():
-    faults = [{"sleep": 1.0}, {"sleep": 1.0}]
+def test_timeout_is_retried_once_with_twice_the_time_then_reported():
+    """A timeout is not retried blindly (it was five full waits): one retry with twice the
+    time, then an error that says how long it waited and what to change."""
+    faults = [{"sleep": 1.5}, {"sleep": 1.5}, {"sleep": 1.5}]
     with FakeOpenAIServer(faults=faults) as srv:
         with pytest.raises(CoSModelError) as info:
-            chat(fast_model(srv.base_url, timeout=0.3, max_retries=1))
-    assert info.value.status is None and "timed out" in str(info.value)
+            chat(fast_model(srv.base_url, timeout=0.3, max_retries=4))
+        assert len(srv.requests) == 2  # not max_retries + 1
+    msg = str(info.value)
+    assert info.value.status is None and "timed out after 1s" in msg and "COS_TIMEOUT" in msg
+    # the doubled time is what saves a call that is merely slow
+    with FakeOpenAIServer(faults=[{"sleep": 0.5}]) as srv:
+        res = chat(fast_model(srv.base_url, timeout=0.3))
+        assert res.text and len(srv.requests) == 2
+
+
+def test_default_timeout_scales_with_the_prompt_and_the_tokens_asked(monkeypatch):
+    monkeypatch.delenv("COS_TIMEOUT", raising=False)
+    model = OpenAIChatModel("fake", base_url="http://127.0.0.1:9/v1")
+    short = model.timeout_for(MSG, 64)
+    long = model.timeout_for([{"role": "user", "content": "x" * 36_000}], 1024)
+    assert short == pytest.approx(60 + 5 / 3.6 / 20 + 32)
+    assert long == pytest.approx(60 + 10_000 / 20 + 512)
+    monkeypatch.setenv("COS_TIMEOUT", "7")
+    assert OpenAIChatModel("fake", base_url="http://127.0.0.1:9/v1").timeout_for(MSG, 64) == 7
 
 
 def test_connection_refused_is_a_model_error():
