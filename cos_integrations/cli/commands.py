@@ -23,9 +23,14 @@ from ..defaults import (
 from .common import (
     BaseUrlOpt,
     ChromaOpt,
+    HitContextOpt,
     IndexOpt,
     LocalOpt,
     ModelOpt,
+    RejectEchoOpt,
+    RequireSupportOpt,
+    ThresholdOpt,
+    VerifyChunkOpt,
     console,
     err,
     make_embedder,
@@ -166,22 +171,11 @@ def query(
     judge: Annotated[
         str | None, typer.Option(help="score, or llm (default with --answer).")
     ] = None,
-    threshold: Annotated[
-        float, typer.Option(help="Summary similarity needed to ask the judge.")
-    ] = DEFAULT_THRESHOLD,
-    hit_context: Annotated[
-        str | None,
-        typer.Option(help="What the judge reads: summaries, best or best+chunk (llm judge)."),
-    ] = None,
-    reject_echo: Annotated[
-        bool, typer.Option(help="An answer made of the question's own words is a miss.")
-    ] = DEFAULT_REJECT_ECHO,
-    require_support: Annotated[
-        bool, typer.Option(help="One context sentence must hold the answer and the question.")
-    ] = DEFAULT_REQUIRE_SUPPORT,
-    verify_chunk: Annotated[
-        bool, typer.Option(help="A hit's answer must be in its document's best source chunk.")
-    ] = DEFAULT_VERIFY_CHUNK,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    hit_context: HitContextOpt = None,
+    reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,
+    require_support: RequireSupportOpt = DEFAULT_REQUIRE_SUPPORT,
+    verify_chunk: VerifyChunkOpt = DEFAULT_VERIFY_CHUNK,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,

@@ -20,6 +20,11 @@ __all__ = [
     "BaseUrlOpt",
     "LocalOpt",
     "ChromaOpt",
+    "ThresholdOpt",
+    "HitContextOpt",
+    "RejectEchoOpt",
+    "RequireSupportOpt",
+    "VerifyChunkOpt",
     "setup_logging",
     "make_embedder",
     "open_index",
@@ -48,6 +53,26 @@ LocalOpt = Annotated[
 ChromaOpt = Annotated[
     str | None,
     typer.Option("--chroma-url", help="Use a Chroma server (http://HOST:PORT) for vectors."),
+]
+
+# The hit rule's options, shared by `cos query` and `cos eval` (defaults: cos_integrations.defaults)
+ThresholdOpt = Annotated[
+    float, typer.Option(help="Summary similarity needed to ask the judge (fallback).")
+]
+HitContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="What the judge reads: summaries, best or best+chunk (default: the product's)."
+    ),
+]
+RejectEchoOpt = Annotated[
+    bool, typer.Option(help="An answer made of the question's own words is a miss.")
+]
+RequireSupportOpt = Annotated[
+    bool, typer.Option(help="One context sentence must hold the answer and the question.")
+]
+VerifyChunkOpt = Annotated[
+    bool, typer.Option(help="A hit's answer must be in its document's best source chunk.")
 ]
 
 

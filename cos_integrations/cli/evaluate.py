@@ -16,7 +16,20 @@ from ..defaults import (
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
 )
-from .common import BaseUrlOpt, LocalOpt, ModelOpt, console, err, progress_bar, setup_logging
+from .common import (
+    BaseUrlOpt,
+    HitContextOpt,
+    LocalOpt,
+    ModelOpt,
+    RejectEchoOpt,
+    RequireSupportOpt,
+    ThresholdOpt,
+    VerifyChunkOpt,
+    console,
+    err,
+    progress_bar,
+    setup_logging,
+)
 
 __all__ = ["app"]
 
@@ -49,23 +62,12 @@ def eval_command(
         ),
     ] = False,
     k: Annotated[int, typer.Option("--k", min=1, help="rag/fallback: top-k.")] = 2,
-    threshold: Annotated[
-        float, typer.Option(help="fallback: summary similarity needed to ask the judge.")
-    ] = DEFAULT_THRESHOLD,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
     judge: Annotated[str, typer.Option(help="fallback: llm or score.")] = "llm",
-    hit_context: Annotated[
-        str | None,
-        typer.Option(help="fallback: summaries, best or best+chunk (default: the product's)."),
-    ] = None,
-    reject_echo: Annotated[
-        bool, typer.Option(help="fallback: an answer made of the question's words misses.")
-    ] = DEFAULT_REJECT_ECHO,
-    require_support: Annotated[
-        bool, typer.Option(help="fallback: one sentence must hold the answer and the question.")
-    ] = DEFAULT_REQUIRE_SUPPORT,
-    verify_chunk: Annotated[
-        bool, typer.Option(help="fallback: the answer must be in the best chunk of its document.")
-    ] = DEFAULT_VERIFY_CHUNK,
+    hit_context: HitContextOpt = None,
+    reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,
+    require_support: RequireSupportOpt = DEFAULT_REQUIRE_SUPPORT,
+    verify_chunk: VerifyChunkOpt = DEFAULT_VERIFY_CHUNK,
     summary_method: Annotated[
         str, typer.Option(help="rag/fallback: whose summaries the index holds.")
     ] = "cos",
