@@ -2,9 +2,14 @@
 
 Example:
     >>> from langchain_ext import CoSDocumentTransformer, CoSFallbackRetriever
+
+Names: ``CoS*`` are CoS for LangChain (a transformer, a retriever, a chat model over the
+core's model, local embeddings); ``Core*`` are LangChain objects for the core
+(``CoreChatModel`` wraps a ``BaseChatModel``, ``CoreEmbedder`` an ``Embeddings``).
+``LangChainChatModel`` is the old name of ``CoreChatModel``.
 """
 
-from .chat_model import CoSChatModel, LangChainChatModel, as_chat_model
+from .chat_model import CoreChatModel, CoSChatModel, LangChainChatModel, as_chat_model
 from .embeddings import CoreEmbedder, CoSLocalEmbeddings, as_embedder
 from .retriever import CoSFallbackRetriever
 from .transformer import CoSDocumentTransformer, document_id
@@ -14,6 +19,7 @@ __all__ = [
     "CoSDocumentTransformer",
     "CoSFallbackRetriever",
     "CoSLocalEmbeddings",
+    "CoreChatModel",
     "CoreEmbedder",
     "LangChainChatModel",
     "as_chat_model",

@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from cos_integrations.model import ChatResult
 from cos_integrations.usage import Usage
 
-__all__ = ["CoSChatModel", "LangChainChatModel", "as_chat_model"]
+__all__ = ["CoSChatModel", "CoreChatModel", "LangChainChatModel", "as_chat_model"]
 
 
 def _to_lc(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:
@@ -23,12 +23,14 @@ def _to_lc(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:
     return out
 
 
-class LangChainChatModel:
-    """Adapts a LangChain ``BaseChatModel``; ``config`` (callbacks, tags) flows into every call.
+class CoreChatModel:
+    """A LangChain ``BaseChatModel`` as the core's :class:`~cos_integrations.ChatModel`;
+    ``config`` (callbacks, tags) flows into every call. (``Core*``: LangChain for the core,
+    like :class:`CoreEmbedder`; ``CoS*``: CoS for LangChain, like :class:`CoSChatModel`.)
 
     Example:
         >>> from langchain_core.language_models import FakeListChatModel
-        >>> model = LangChainChatModel(FakeListChatModel(responses=["hi"]))
+        >>> model = CoreChatModel(FakeListChatModel(responses=["hi"]))
         >>> import asyncio
         >>> asyncio.run(model.chat([{"role": "user", "content": "x"}])).text
         'hi'
@@ -38,8 +40,8 @@ class LangChainChatModel:
         self.llm = llm
         self.config = config
 
-    def with_config(self, config: RunnableConfig | None) -> LangChainChatModel:
-        return LangChainChatModel(self.llm, config)
+    def with_config(self, config: RunnableConfig | None) -> CoreChatModel:
+        return CoreChatModel(self.llm, config)
 
     async def chat(
         self,
@@ -69,7 +71,7 @@ def as_chat_model(llm: Any, config: RunnableConfig | None = None):
     if isinstance(llm, CoSChatModel) and config is None:
         return llm.model  # no need to go through LangChain and back
     if isinstance(llm, BaseChatModel):
-        return LangChainChatModel(llm, config)
+        return CoreChatModel(llm, config)
     if hasattr(llm, "chat"):
         return llm
     raise TypeError(f"expected a LangChain BaseChatModel or a ChatModel, got {type(llm).__name__}")
@@ -120,3 +122,7 @@ class CoSChatModel(BaseChatModel):
         return self._result(
             await self.model.chat(self._messages(messages), max_tokens=self.max_tokens)
         )
+
+
+# the name before 0.2: kept so existing code runs; the same class
+LangChainChatModel = CoreChatModel

@@ -1,11 +1,15 @@
 """LlamaIndex components for Chain of Summaries.
 
 Example:
-    >>> from llamaindex_ext import CoSSummaryTransform, CoSFallbackRetriever, CoSLLM
+    >>> from llamaindex_ext import CoSSummaryTransform, CoSFallbackRetriever, CoreChatModel
+
+Names: ``CoS*`` are CoS for LlamaIndex (a transform, a retriever, an embedding);
+``Core*`` are LlamaIndex objects for the core (``CoreChatModel`` wraps an ``LLM``,
+``CoreEmbedder`` an embed model). ``CoSLLM`` is the old name of ``CoreChatModel``.
 """
 
 from .embeddings import CoreEmbedder, CoSLocalEmbedding, as_embedder
-from .llm import CoSLLM, as_chat_model
+from .llm import CoreChatModel, CoSLLM, as_chat_model
 from .retriever import CoSCacheMissEvent, CoSExpandToSourcePostprocessor, CoSFallbackRetriever
 from .transform import CoSSummaryTransform, CoSTransformError
 
@@ -17,6 +21,7 @@ __all__ = [
     "CoSLocalEmbedding",
     "CoSSummaryTransform",
     "CoSTransformError",
+    "CoreChatModel",
     "CoreEmbedder",
     "as_chat_model",
     "as_embedder",

@@ -11,7 +11,7 @@ from llama_index.core.llms import LLM
 from cos_integrations.model import ChatResult
 from cos_integrations.usage import Usage
 
-__all__ = ["CoSLLM", "as_chat_model"]
+__all__ = ["CoreChatModel", "CoSLLM", "as_chat_model"]
 
 _ROLES = {"system": MessageRole.SYSTEM, "assistant": MessageRole.ASSISTANT}
 
@@ -35,15 +35,18 @@ def _usage_of(raw: Any) -> Usage:
     return usage
 
 
-class CoSLLM:
-    """Adapts a LlamaIndex ``LLM`` (OpenAI, OpenAILike, a local server...) to the core.
+class CoreChatModel:
+    """A LlamaIndex ``LLM`` (OpenAI, OpenAILike, a local server...) as the core's
+    :class:`~cos_integrations.ChatModel` (``Core*``: a framework object for the core, like
+    :class:`CoreEmbedder`; ``CoS*``: CoS for the framework).
 
     Usage is read from the provider's raw response where it reports one.
 
     Example:
         >>> from llama_index.core.llms import MockLLM
         >>> import asyncio
-        >>> asyncio.run(CoSLLM(MockLLM()).chat([{"role": "user", "content": "hi"}])).usage.calls
+        >>> model = CoreChatModel(MockLLM())
+        >>> asyncio.run(model.chat([{"role": "user", "content": "hi"}])).usage.calls
         1
     """
 
@@ -69,7 +72,11 @@ class CoSLLM:
 def as_chat_model(llm: Any):
     """A core ChatModel from a LlamaIndex LLM (a core model is returned as is)."""
     if isinstance(llm, LLM):
-        return CoSLLM(llm)
+        return CoreChatModel(llm)
     if hasattr(llm, "chat") and not isinstance(llm, LLM):
         return llm
     raise TypeError(f"expected a LlamaIndex LLM or a ChatModel, got {type(llm).__name__}")
+
+
+# the name before 0.2: kept so existing code runs; the same class
+CoSLLM = CoreChatModel

@@ -33,6 +33,7 @@ def test_all_exports():
         "CoSDocumentTransformer",
         "CoSFallbackRetriever",
         "CoSLocalEmbeddings",
+        "CoreChatModel",
         "CoreEmbedder",
         "LangChainChatModel",
         "as_chat_model",
@@ -41,6 +42,7 @@ def test_all_exports():
     ]
     for name in langchain_ext.__all__:
         assert getattr(langchain_ext, name).__doc__
+    assert langchain_ext.LangChainChatModel is langchain_ext.CoreChatModel  # the old name
 
 
 async def test_transformer_async_caches_and_links_sources(tmp_path):

@@ -66,8 +66,22 @@ def summaries(collection, doc_id=None):
 
 
 def test_exports_have_docstrings():
+    assert sorted(llamaindex_ext.__all__) == [
+        "CoSCacheMissEvent",
+        "CoSExpandToSourcePostprocessor",
+        "CoSFallbackRetriever",
+        "CoSLLM",
+        "CoSLocalEmbedding",
+        "CoSSummaryTransform",
+        "CoSTransformError",
+        "CoreChatModel",
+        "CoreEmbedder",
+        "as_chat_model",
+        "as_embedder",
+    ]
     for name in llamaindex_ext.__all__:
         assert getattr(llamaindex_ext, name).__doc__, name
+    assert llamaindex_ext.CoSLLM is llamaindex_ext.CoreChatModel  # the old name
 
 
 def test_pipeline_writes_summary_and_chunk_nodes(setup):
