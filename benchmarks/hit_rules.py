@@ -9,8 +9,9 @@ Each fallback row keeps the judge's unchecked answer (from the hit context), its
 of required checks) decides hit or miss per question; a hit is answered by the judge's
 answer, a miss by rag's answer to the same question (the miss path retrieves the same top-k
 chunks as rag: the script reports how often the recorded misses did). Exact for thresholds
-at or above the run's own (below it the judge was not asked) and for the checks; the
-before-refinement phase only. Prints a Markdown table, one row per rule, beside rag; "rag's
+at or above the run's own (below it the judge was not asked) and for the checks; for a
+``--refine-from-traffic`` run, ``--phase after`` replays the test half after refinement
+(with ``--index``, the best-chunk checks then read the refined index: after only). Prints a Markdown table, one row per rule, beside rag; "rag's
 F1 on those" is rag's F1 on the very questions the rule answered from the cache, so a hit
 rule that loses to rag shows where.
 """
@@ -33,6 +34,8 @@ CHECKS = (
     ("+ supported + not an echo", ("in_context", "supported", "not_echo")),
     ("+ in the best chunk of its document", ("in_context", "in_chunk")),
     ("+ in the best chunk + supported", ("in_context", "in_chunk", "supported")),
+    # computed with --index: the supporting sentence must be in the source chunk itself
+    ("+ supported by a sentence of the best chunk", ("in_context", "chunk_supported")),
 )
 
 
@@ -40,21 +43,25 @@ def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def fill_in_chunk(recs: list[dict], path: Path) -> None:
-    """in_chunk depends only on the question, the judge's answer and the best summary's
-    document, so it can be computed after the run from the index the run left."""
+def fill_chunk_checks(recs: list[dict], path: Path) -> None:
+    """Checks on the best summary's document's best chunk depend only on the question, the
+    judge's answer and that document, so they can be computed after the run from the index
+    the run left: ``in_chunk`` (the answer occurs in the chunk) where it was not recorded,
+    and ``chunk_supported`` (one sentence of the chunk, not of the summary, supports it)."""
     from cos_integrations.index import CoSIndex
-    from cos_integrations.metrics import is_grounded
+    from cos_integrations.metrics import is_grounded, is_supported
 
     index = CoSIndex(path, create=False)
     for r in recs:
         for q in r.get("questions", []) if r["method"] == "fallback" else []:
-            if "in_chunk" in q["checks"] or not q.get("best_doc"):
+            if not q.get("best_doc"):
                 continue
             best = index.search_chunks(q["question"], 1, doc_ids=[q["best_doc"]])
             text = best[0].text if best else ""
-            q["checks"]["in_chunk"] = bool(
-                q["checks"].get("in_context") and is_grounded(q["judge_answer"], text)
+            ok = bool(q["checks"].get("in_context"))
+            q["checks"].setdefault("in_chunk", ok and is_grounded(q["judge_answer"], text))
+            q["checks"]["chunk_supported"] = ok and is_supported(
+                q["judge_answer"], q["question"], text
             )
 
 
@@ -67,12 +74,24 @@ def main() -> None:
     ap.add_argument(
         "--index",
         type=Path,
-        help="the run's index (OUT.index-*): computes in_chunk for rows recorded without it",
+        help="the run's index (OUT.index-*): computes the best-chunk checks after the run",
+    )
+    ap.add_argument(
+        "--phase",
+        choices=("before", "after"),
+        default="before",
+        help="a --refine-from-traffic run: replay the test half before or after refinement",
     )
     args = ap.parse_args()
     recs = load(args.run)
+    if args.phase == "after":
+        for r in recs:
+            if r["method"] == "fallback":
+                if "questions_after" not in r:
+                    raise SystemExit(f"{r['doc_id']}: no questions_after (not a refine run)")
+                r["questions"] = r["questions_after"]
     if args.index:
-        fill_in_chunk(recs, args.index)
+        fill_chunk_checks(recs, args.index)
     rag_recs = load(args.rag) if args.rag else recs
     gold = {}
     for line in args.data.read_text().splitlines():
