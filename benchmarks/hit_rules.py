@@ -11,9 +11,10 @@ answer, a miss by rag's answer to the same question (the miss path retrieves the
 chunks as rag: the script reports how often the recorded misses did). Exact for thresholds
 at or above the run's own (below it the judge was not asked) and for the checks; for a
 ``--refine-from-traffic`` run, ``--phase after`` replays the test half after refinement
-(with ``--index``, the best-chunk checks then read the refined index: after only). Prints a Markdown table, one row per rule, beside rag; "rag's
-F1 on those" is rag's F1 on the very questions the rule answered from the cache, so a hit
-rule that loses to rag shows where.
+(with ``--index``, the best-chunk checks then read the refined index: after only).
+Prints a Markdown table, one row per rule, beside rag; "rag's F1 on those" is rag's F1 on
+the very questions the rule answered from the cache, so a hit rule that loses to rag shows
+where.
 """
 
 from __future__ import annotations
