@@ -1,4 +1,5 @@
-"""Child process that runs llama.cpp's server in-process until its stdin closes.
+"""Child process that runs llama.cpp's server in-process until its stdin closes, or, for
+a shared server (``--users-dir``), until no registered user process is alive.
 
 Started by :class:`cos_integrations.local.LocalModelServer`; not a public entry point.
 """
@@ -6,10 +7,12 @@ Started by :class:`cos_integrations.local.LocalModelServer`; not a public entry 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--ready-file", default=None)
+    ap.add_argument("--users-dir", default=None, help="shared: stop when no user is alive")
+    ap.add_argument("--state-file", default=None, help="shared: the record to remove at exit")
     args = ap.parse_args(argv)
 
     import xllamacpp
@@ -53,11 +58,27 @@ def main(argv: list[str] | None = None) -> int:
             pass
         done.set()  # parent gone or asked us to stop
 
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    def watch_users(users: Path) -> None:
+        from cos_integrations.local import live_users
+
+        while not done.wait(1.0):
+            if not live_users(users):
+                done.set()  # the last user stopped or died
+
+    if args.users_dir:
+        threading.Thread(target=watch_users, args=(Path(args.users_dir),), daemon=True).start()
+    else:
+        threading.Thread(target=watch_stdin, daemon=True).start()
     try:
         done.wait()
     except KeyboardInterrupt:
         pass
+    if args.state_file:
+        try:  # our record, unless a newer server replaced it
+            if json.loads(Path(args.state_file).read_text()).get("pid") == os.getpid():
+                Path(args.state_file).unlink()
+        except (OSError, ValueError):
+            pass
     del server
     return 0
 

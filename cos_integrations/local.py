@@ -16,8 +16,19 @@ Chunked models are assembled once into a cache directory (``COS_CACHE_DIR``, def
 file is detected and rebuilt. Nothing is ever downloaded at run time.
 
 The server is llama.cpp's own OpenAI-compatible server (``xllamacpp``) in a child process
-bound to 127.0.0.1 on a free port, with its log in a file. The child exits when its stdin
-closes, so it dies with the parent however the parent ends (even SIGKILL): no orphans.
+bound to 127.0.0.1 on a free port, with its log in a file, using one thread per physical
+core. A private server exits when its parent's pipe closes, so it dies with the parent
+however the parent ends (even SIGKILL): no orphans.
+
+**One server per machine** (``share=True``: what ``cos`` commands and ``open_model`` use):
+llama.cpp's threads spin, so two servers on the same cores thrash. The first process starts
+the server and publishes its address in the cache directory; later processes of the same
+model attach to it (when its context is large enough) instead of starting their own, and a
+process that wants a *different* model waits until that server is gone (``COS_SERVER_WAIT``
+seconds, default 600) rather than running beside it. Each process using the server is
+registered; the server stops when its last user stops or dies (it checks every second),
+whoever started it. Decisions are taken under a file lock, so two processes starting at
+once do not both start a server.
 
 Example:
     >>> from cos_integrations.local import LocalModelServer
@@ -36,11 +47,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import CoSError
 from .model import OpenAIChatModel
@@ -53,6 +66,9 @@ __all__ = [
     "resolve_model_path",
     "LocalModelServer",
     "cache_dir",
+    "physical_cores",
+    "pid_alive",
+    "live_users",
 ]
 
 log = logging.getLogger(__name__)
@@ -217,7 +233,8 @@ def _write_marker(marker: Path, target: Path, sha: str) -> None:
         pass
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
     if pid <= 0:
         return False
     try:
@@ -226,7 +243,98 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a zombie (exited, not yet reaped) still answers kill(0)
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def physical_cores() -> int:
+    """Physical cores this process may run on (llama.cpp's best thread count: hyper-threads
+    share a core's arithmetic units); the CPU count where the topology is unknown."""
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    cores: set[tuple[str, str]] = set()
+    try:
+        phys = core = ""
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key, value = key.strip(), value.strip()
+            if key == "physical id":
+                phys = value
+            elif key == "core id":
+                core = value
+            elif not key and core:
+                cores.add((phys, core))
+                phys = core = ""
+        if core:
+            cores.add((phys, core))
+    except OSError:
+        pass
+    n = len(cores) or os.cpu_count() or 1
+    return max(1, min(n, allowed or n))
+
+
+def server_wait_seconds() -> float:
+    """How long a process waits for another model's server to go (``COS_SERVER_WAIT``)."""
+    try:
+        return float(os.environ.get("COS_SERVER_WAIT", "600"))
+    except ValueError:
+        return 600.0
+
+
+class _MachineLock:
+    """An exclusive ``flock`` on the cache directory's server lock; re-entrant within a
+    process (a failed start stops its server while holding it)."""
+
+    _guard = threading.RLock()
+    _depth = 0
+    _fh: Any = None
+
+    def __enter__(self) -> _MachineLock:
+        import fcntl
+
+        type(self)._guard.acquire()
+        cls = type(self)
+        if cls._depth == 0:
+            path = cache_dir() / "servers" / "lock"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            cls._fh = open(path, "a")  # noqa: SIM115 - closed when the depth returns to 0
+            fcntl.flock(cls._fh, fcntl.LOCK_EX)
+        cls._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+
+        cls = type(self)
+        cls._depth -= 1
+        if cls._depth == 0:
+            fcntl.flock(cls._fh, fcntl.LOCK_UN)
+            cls._fh.close()
+            cls._fh = None
+        cls._guard.release()
+
+
+# LocalModelServer objects of this process attached to each shared server (state file):
+# the process stays registered as a user while any of them is.
+_ATTACHED: dict[str, int] = {}
+_DETACHED: list[subprocess.Popen] = []
+
+
+def live_users(users: Path) -> list[int]:
+    """The registered user processes still alive; dead ones' records are removed."""
+    alive = []
+    for f in users.glob("*") if users.is_dir() else []:
+        try:
+            pid = int(f.name)
+        except ValueError:
+            continue
+        if pid_alive(pid):
+            alive.append(pid)
+        else:
+            f.unlink(missing_ok=True)
+    return alive
 
 
 class LocalModelServer:
@@ -249,19 +357,25 @@ class LocalModelServer:
         log_path: str | os.PathLike | None = None,
         shared: bool = False,
         reuse: bool = True,
+        share: bool | None = None,
+        wait: float | None = None,
     ) -> None:
         self.model = str(model or os.environ.get("COS_LOCAL_MODEL") or "default")
         self.n_ctx = n_ctx
-        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.threads = threads or physical_cores()
         self.port = port
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None
-        self.shared = shared  # publish this server for other processes (cos serve-local)
-        self.reuse = reuse  # attach to a shared server of the same model if one runs
+        self.shared = shared  # cos serve-local: serve until stopped, even with no other user
+        self.reuse = reuse  # attach to a published server of the same model if one runs
+        # one server per machine (see the module docstring); cos serve-local always shares
+        self.share = shared if share is None else (share or shared)
+        self.wait = server_wait_seconds() if wait is None else wait
         self.reused = False
         self.model_path: Path | None = None
         self.address: str | None = None
         self._proc: subprocess.Popen | None = None
+        self._state: dict | None = None  # the published record this object attached to
 
     @property
     def label(self) -> str:
@@ -291,13 +405,14 @@ class LocalModelServer:
         return cache_dir() / "servers" / f"{tag}.json"
 
     def running_shared(self) -> dict | None:
-        """The shared server of this model that another process published, if healthy."""
+        """The published server of this model (``cos serve-local`` or a sharing process),
+        if it is alive and healthy; a dead one's record is removed."""
         path = self._state_file()
         try:
             state = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
-        alive = _pid_alive(int(state.get("pid", 0)))
+        alive = pid_alive(int(state.get("pid", 0)))
         if alive:
             try:
                 with urllib.request.urlopen(f"{state['address']}/health", timeout=5) as r:
@@ -306,28 +421,105 @@ class LocalModelServer:
             except (urllib.error.URLError, OSError, KeyError):
                 pass
         if not alive:
-            path.unlink(missing_ok=True)  # its owner died: a stale record
+            path.unlink(missing_ok=True)  # its server died: a stale record
+        return None
+
+    def _fits(self, state: dict) -> bool:
+        return int(state.get("n_ctx", 0)) >= self.n_ctx
+
+    def _blocker(self) -> dict | None:
+        """Another live published server this one must not run beside: a different model,
+        or this model with too small a context."""
+        mine = self._state_file()
+        for path in sorted(mine.parent.glob("*.json")):
+            try:
+                state = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if not pid_alive(int(state.get("pid", 0))):
+                path.unlink(missing_ok=True)
+                continue
+            if path != mine or not self._fits(state):
+                return state
         return None
 
     def start(self) -> LocalModelServer:
         """Assemble the model if needed, start the server and wait until it is healthy.
 
-        If ``cos serve-local`` already serves this model, that server is reused (and left
-        running at :meth:`stop`). A second shared server for one model is refused.
+        A published server of this model with a large enough context is attached to
+        instead (and left running at :meth:`stop` while other processes use it). With
+        ``share=True``, a published server of another model is waited for (``wait``
+        seconds) rather than run beside. A second ``cos serve-local`` for one model is
+        refused.
         """
         if self._proc is not None or self.reused:
             return self
         self.model_path = resolve_model_path(self.model)
-        running = self.running_shared()
-        if running and self.shared:
-            raise LocalModelError(
-                f"local model {self.label} is already served at {running['address']} "
-                f"(pid {running['pid']}); use COS_BASE_URL={running['address']}/v1 or stop it"
-            )
-        if running and self.reuse:
-            self.address, self.reused = running["address"], True
-            log.info("reusing the shared %s server at %s", self.label, self.address)
-            return self
+        deadline = time.monotonic() + self.wait
+        said = False
+        while True:
+            with _MachineLock():
+                running = self.running_shared()
+                if running and self.shared:
+                    raise LocalModelError(
+                        f"local model {self.label} is already served at {running['address']} "
+                        f"(pid {running['pid']}); use COS_BASE_URL={running['address']}/v1 "
+                        "or stop it"
+                    )
+                if running and self.reuse and self._fits(running):
+                    self._attach(running)
+                    log.info("reusing the shared %s server at %s", self.label, self.address)
+                    return self
+                blocker = self._blocker() if self.share else None
+                if blocker is None:
+                    return self._spawn()
+            if time.monotonic() >= deadline:
+                raise LocalModelError(
+                    f"another local model server runs on this machine ({blocker.get('model')}, "
+                    f"context {blocker.get('n_ctx')}, pid {blocker.get('pid')}) and two would "
+                    f"share the CPU cores; waited {self.wait:.0f}s for it to finish. Use the "
+                    f"same model (COS_LOCAL_MODEL={blocker.get('model')}), stop it, or wait "
+                    "longer (COS_SERVER_WAIT seconds)"
+                )
+            if not said:
+                log.warning(
+                    "waiting for the %s server (pid %s) to finish: two local servers on the "
+                    "same cores would thrash",
+                    blocker.get("model"),
+                    blocker.get("pid"),
+                )
+                said = True
+            time.sleep(1.0)
+
+    def _users_dir(self) -> Path:
+        return self._state_file().with_suffix(".users")
+
+    def _register(self) -> None:
+        key = str(self._state_file())
+        if _ATTACHED.get(key, 0) == 0:
+            users = self._users_dir()
+            users.mkdir(parents=True, exist_ok=True)
+            (users / str(os.getpid())).touch()
+        _ATTACHED[key] = _ATTACHED.get(key, 0) + 1
+        atexit.register(self.stop)
+
+    def _unregister(self) -> None:
+        key = str(self._state_file())
+        left = _ATTACHED.get(key, 0) - 1
+        if left <= 0:
+            _ATTACHED.pop(key, None)
+            (self._users_dir() / str(os.getpid())).unlink(missing_ok=True)
+        else:
+            _ATTACHED[key] = left
+
+    def _attach(self, state: dict) -> None:
+        self._register()
+        self.address, self.reused, self._state = state["address"], True, state
+
+    def _spawn(self) -> LocalModelServer:
+        """Start the server child: published and user-counted when shared, else private
+        (it exits when this process's pipe to it closes)."""
+        assert self.model_path is not None
         logs = cache_dir() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         if self.log_path is None:
@@ -348,9 +540,16 @@ class LocalModelServer:
             "--ready-file",
             str(ready),
         ]
+        if self.share:
+            self._register()  # before the child starts: it stops when no user is left
+            cmd += ["--users-dir", str(self._users_dir()), "--state-file", str(self._state_file())]
         log_fh = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=log_fh, stderr=subprocess.STDOUT
+            cmd,
+            stdin=subprocess.DEVNULL if self.share else subprocess.PIPE,
+            stdout=log_fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=self.share,  # a shared server outlives its starter
         )
         log_fh.close()
         atexit.register(self.stop)
@@ -360,19 +559,20 @@ class LocalModelServer:
             self.stop()
             raise
         log.info("local model %s serving at %s (log %s)", self.label, self.base_url, self.log_path)
-        if self.shared:
+        if self.share:
             state = {
                 "pid": self._proc.pid,
                 "owner": os.getpid(),
                 "address": self.address,
                 "model": self.model,
                 "model_path": str(self.model_path),
+                "n_ctx": self.n_ctx,
             }
             path = self._state_file()
-            path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(state))
             os.replace(tmp, path)
+            self._state = state
         return self
 
     def _fail(self, why: str) -> LocalModelError:
@@ -414,31 +614,76 @@ class LocalModelServer:
         )
 
     def stop(self) -> None:
-        """Stop the server (idempotent); it also stops by itself when this process exits."""
+        """Stop using the server (idempotent). A private server stops now; a shared one
+        when its last user stops (this process's last object attached to it), whoever
+        started it. It also happens by itself when this process exits."""
         proc, self._proc = self._proc, None
-        self.address = None
-        if self.reused:
-            self.reused = False  # not ours to stop
-            return
-        if proc is None:
-            return
-        if self.shared and self.model_path is not None:
-            self._state_file().unlink(missing_ok=True)
-        try:
-            if proc.stdin:
-                proc.stdin.close()  # the child's signal to exit
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        state, self._state = self._state, None
+        self.address, self.reused = None, False
         atexit.unregister(self.stop)
+        if state is None and proc is not None and self.share and self.model_path is not None:
+            state = {"pid": proc.pid}  # failed before it was published: still registered
+        if state is None:
+            if proc is not None:
+                _end(proc, close_stdin=True)
+            return
+        with _MachineLock():
+            self._unregister()
+            users = self._users_dir()
+            if live_users(users):
+                if proc is not None:
+                    _DETACHED.append(proc)  # ours, still serving others: reaped at exit
+                return  # others still use it: the last of them stops it
+            pid = int(state.get("pid", 0))
+            if proc is not None:
+                _end(proc, close_stdin=False)
+            elif pid_alive(pid):
+                _end_pid(pid)
+            path = self._state_file()
+            try:
+                if int(json.loads(path.read_text()).get("pid", 0)) == pid:
+                    path.unlink(missing_ok=True)
+            except (OSError, ValueError):
+                pass
 
     def __enter__(self) -> LocalModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _end(proc: subprocess.Popen, *, close_stdin: bool) -> None:
+    """Stop a server child: close its pipe (a private one's signal) or SIGTERM it, then
+    wait, escalating to SIGKILL."""
+    try:
+        if close_stdin and proc.stdin:
+            proc.stdin.close()
+        else:
+            proc.terminate()
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _end_pid(pid: int) -> None:
+    """Stop a shared server another process started (not our child): SIGTERM, then wait."""
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 20
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

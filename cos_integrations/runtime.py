@@ -50,7 +50,9 @@ def open_model(
         return
     from .local import LocalModelServer
 
-    server = LocalModelServer(local_model, n_ctx=n_ctx)
+    # one server per machine: attach to a running one of this model, or wait for another
+    # model's to finish, rather than start a second llama.cpp on the same cores
+    server = LocalModelServer(local_model, n_ctx=n_ctx, share=True)
     say(f"model: embedded {server.label} (starting llama.cpp on 127.0.0.1)")
     with server:
         say(f"model server ready at {server.base_url} (log: {server.log_path})")

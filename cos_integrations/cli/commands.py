@@ -340,12 +340,12 @@ def serve_local(
                 f"COS_BASE_URL={server.base_url}"
             )
             try:
-                if server.reused:
-                    console.print("another cos serve-local already serves this model")
                 while server.running:
                     time.sleep(1)
             except KeyboardInterrupt:
                 console.print("stopping")
+        if server.running_shared():
+            console.print("other processes still use the server: it stops when they finish")
     except LocalModelError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from exc

@@ -200,7 +200,9 @@ def test_serve_local_is_reused_by_others_and_a_second_one_refused(tmp_path):
             llm = other.chat_model()
             assert asyncio.run(llm.chat([{"role": "user", "content": "hi"}], max_tokens=4)).text
         # stopping the reusing side left the shared server up
-        assert LocalModelServer("smoke").start().reused
+        again = LocalModelServer("smoke", n_ctx=2048).start()
+        assert again.reused
+        again.stop()
         second = subprocess.run(
             [sys.executable, "-m", "cos_integrations.cli", "serve-local", "--local-model", "smoke"],
             capture_output=True,
@@ -244,3 +246,71 @@ def test_fault_proxy_in_front_of_the_real_server(smoke_server, tmp_path):
     assert set(report.summarized) | set(report.failed) == {d.doc_id for d in docs}
     assert index.summaries.count() == len(report.summarized)
     assert report.usage.calls == completed
+
+
+SHARER = textwrap.dedent(
+    """
+    import sys
+    from cos_integrations.local import LocalModelServer
+    s = LocalModelServer("smoke", n_ctx=2048, share=True).start()
+    print(s.pid or "reused", s.base_url, flush=True)
+    sys.stdin.readline()   # hold the server until the test says so (or is killed)
+    s.stop()
+    print("stopped", flush=True)
+    """
+)
+
+
+def _sharer(env):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SHARER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    first = proc.stdout.readline().split()
+    assert len(first) == 2, first
+    return proc, first[0], first[1]
+
+
+def test_two_processes_share_one_server_until_the_last_one_stops(tmp_path, monkeypatch):
+    """One server per machine: a second process attaches instead of starting its own, the
+    server outlives its starter while another process uses it, and stops with the last."""
+    env = {**os.environ, "COS_CACHE_DIR": str(tmp_path)}
+    monkeypatch.setenv("COS_CACHE_DIR", str(tmp_path))
+    starter, pid, url = _sharer(env)
+    pid = int(pid)
+    ours = LocalModelServer("smoke", n_ctx=2048, share=True).start()
+    try:
+        assert ours.reused and ours.base_url == url and ours.pid is None
+        # a larger context (or another model) waits rather than running beside it
+        with pytest.raises(LocalModelError, match="another local model server runs"):
+            LocalModelServer("smoke", n_ctx=4096, share=True, wait=1).start()
+        starter.stdin.write("\n")
+        starter.stdin.flush()
+        assert starter.stdout.readline().strip() == "stopped"
+        starter.wait(timeout=30)
+        assert _alive(pid), "the server stopped while another process still used it"
+        llm = ours.chat_model()
+        assert asyncio.run(llm.chat([{"role": "user", "content": "hi"}], max_tokens=4)).text
+    finally:
+        ours.stop()
+    deadline = time.monotonic() + 20
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(pid), "the last user stopped, the server did not"
+    assert not list((tmp_path / "servers").glob("*.json"))  # its record went with it
+
+
+def test_a_shared_server_stops_when_its_only_user_is_killed(tmp_path):
+    env = {**os.environ, "COS_CACHE_DIR": str(tmp_path)}
+    starter, pid, _ = _sharer(env)
+    pid = int(pid)
+    assert _alive(pid)
+    starter.send_signal(signal.SIGKILL)
+    starter.wait()
+    deadline = time.monotonic() + 20
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(pid), "a shared server outlived its only user"
