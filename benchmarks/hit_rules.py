@@ -119,6 +119,8 @@ def main() -> None:
         raise SystemExit("no fallback question has a rag row")
     opts = fb[0]["signature"]["retrieval"]
     run_t = opts["threshold"]
+    if run_t is None:  # calibrated in the run: the value each record says it used
+        run_t = min(r.get("threshold", 0.0) for r in fb)
     same = [q["docs"] == rag[(d, q["question"])]["docs"] for d, q in rows if not q["hit"]]
     print(
         f"{len(rows)} questions over {len({d for d, _ in rows})} documents; run: hit_context "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from urllib.parse import urlparse
 
 from . import __version__
 from .config import CoSConfig
+from .defaults import CALIBRATION_QUANTILE, DEFAULT_THRESHOLD
 from .embeddings import Embedder
 from .engine import ChainOfSummaries
 from .ingest import (
@@ -122,6 +124,7 @@ class CoSIndex:
         self.config = config or CoSConfig()
         self.chroma_url = chroma_url or (existing or {}).get("chroma", {}).get("url")
         self.chunk_words = int((existing or {}).get("chunk_words", chunk_words))
+        self._threshold: dict | None = (existing or {}).get("threshold")
         self.path.mkdir(parents=True, exist_ok=True)
         self.store = SummaryStore(self.path / "cos.sqlite")
         self.client = self._client()
@@ -177,6 +180,8 @@ class CoSIndex:
             "collections": {"summaries": SUMMARIES, "chunks": CHUNKS},
             "chunk_words": self.chunk_words,
         }
+        if self._threshold:
+            manifest["threshold"] = self._threshold
         tmp = self.path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         os.replace(tmp, self.path / MANIFEST)
@@ -184,6 +189,65 @@ class CoSIndex:
     @property
     def manifest(self) -> dict:
         return json.loads((self.path / MANIFEST).read_text())
+
+    # ------------------------------------------------------------------ threshold
+    @property
+    def threshold(self) -> float:
+        """The summary similarity a query needs before the judge is asked: this index's
+        calibrated value (see :meth:`calibrate_threshold`), else ``DEFAULT_THRESHOLD`` (0.80,
+        tuned to e5)."""
+        if self._threshold and self._threshold.get("value") is not None:
+            return float(self._threshold["value"])
+        return DEFAULT_THRESHOLD
+
+    def calibrate_threshold(
+        self,
+        questions: Sequence[tuple[str, str]] | None = None,
+        *,
+        quantile: float = CALIBRATION_QUANTILE,
+        min_questions: int = 10,
+    ) -> float | None:
+        """Set this index's threshold from questions it knows the answer document of.
+
+        ``questions`` are ``(doc_id, question)`` pairs (default: every question bank in the
+        store: synthetic questions and taught misses). The threshold is the ``quantile``
+        of their cosine similarity to their own document's current summary, so about
+        three in four queries like them reach the judge, whatever the embedder's scale
+        (e5's scores sit near 0.8, a bag-of-words embedder's near 0.2). Stored in the
+        manifest; an explicit ``threshold=`` on a retriever still wins. Returns the value,
+        or ``None`` (nothing changed) with fewer than ``min_questions`` usable questions.
+
+        Example:
+            >>> index.calibrate_threshold([("lease", "When is rent due?"), ...])  # doctest: +SKIP
+            0.81
+        """
+        if questions is None:
+            questions = [
+                (d.doc_id, q.question)
+                for d in self.store.documents()
+                for q in self.store.questions(d.doc_id)
+            ]
+        summaries: dict[str, list[float]] = {}
+        sims: list[float] = []
+        for doc_id, question in questions:
+            if doc_id not in summaries:
+                current = self.store.current_summary(doc_id)
+                if current is None:
+                    continue
+                summaries[doc_id] = self.embedder.embed_documents([current.text])[0]
+            q = self.embedder.embed_query(question)
+            sims.append(sum(a * b for a, b in zip(q, summaries[doc_id], strict=True)))
+        if len(sims) < min_questions:
+            return None
+        sims.sort()
+        # rounded down, so the questions at the quantile itself still reach it
+        value = math.floor(sims[min(len(sims) - 1, int(quantile * len(sims)))] * 1e4) / 1e4
+        self._threshold = {"value": value, "questions": len(sims), "quantile": quantile}
+        self._write_manifest()
+        log.info(
+            "index %s: threshold calibrated to %.3f from %d questions", self.path, value, len(sims)
+        )
+        return value
 
     # ------------------------------------------------------------------ writing
     def sync_document(self, doc_id: str) -> None:
@@ -317,6 +381,8 @@ class CoSIndex:
             on_stored=stored,
         )
         report.repaired = repaired
+        if report.summarized:
+            self.calibrate_threshold()  # new summaries, new question banks: a fresh scale
         return report
 
     # ------------------------------------------------------------------ reading

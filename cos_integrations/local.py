@@ -645,6 +645,10 @@ class LocalModelServer:
                     path.unlink(missing_ok=True)
             except (OSError, ValueError):
                 pass
+            try:
+                users.rmdir()  # empty now: no user is left
+            except OSError:
+                pass
 
     def __enter__(self) -> LocalModelServer:
         return self.start()

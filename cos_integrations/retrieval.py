@@ -3,7 +3,9 @@
 The decision, the full-text fallback, the refine-queue entry and the hit/miss counters live
 here once; the LlamaIndex and LangChain retrievers wrap this and only convert types.
 
-Hit rule: the best summary's cosine similarity must clear ``threshold``; with
+Hit rule: the best summary's cosine similarity must clear ``threshold`` (by default the
+index's own, calibrated from the questions it knows, see ``CoSIndex.calibrate_threshold``,
+else 0.80, tuned to e5); with
 ``judge="llm"`` the model must also answer the query from the hit context (one call, whose
 answer is kept, so answering a hit costs nothing more), and the answer must pass the
 checks: it occurs in that context (always), it is not the question's own words
@@ -164,7 +166,7 @@ class FallbackRetriever:
         *,
         llm: ChatModel | None = None,
         k: int = 4,
-        threshold: float = DEFAULT_THRESHOLD,
+        threshold: float | None = None,
         judge: Judge = "score",
         fallback_k: int | None = None,
         refine_on_miss: RefineMode = "queue",
@@ -192,7 +194,7 @@ class FallbackRetriever:
         self.index = index
         self.llm = llm
         self.k = k
-        self.threshold = threshold
+        self.threshold = threshold  # None: the index's (calibrated, else 0.80), read live
         self.judge = judge
         self.fallback_k = fallback_k
         self.refine_on_miss = refine_on_miss
@@ -205,6 +207,16 @@ class FallbackRetriever:
         self.hits = 0
         self.misses = 0
         self._background: BackgroundRefiner | None = None
+
+    @property
+    def threshold(self) -> float:
+        """The similarity a query's best summary must reach before the judge is asked: the
+        value given, else the index's (:attr:`CoSIndex.threshold`: calibrated, or 0.80)."""
+        return self._threshold if self._threshold is not None else self.index.threshold
+
+    @threshold.setter
+    def threshold(self, value: float | None) -> None:
+        self._threshold = value
 
     def retrieve(
         self, query: str, *, k: int | None = None, llm: ChatModel | None = None

@@ -22,7 +22,6 @@ from cos_integrations.loaders import SourceDocument
 from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
     FallbackRetriever,
     HitContext,
@@ -80,7 +79,7 @@ class CoSFallbackRetriever(BaseRetriever):
 
     index_path: str
     k: int = 4
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float | None = None  # None: the index's (calibrated, else 0.80)
     judge: Literal["score", "llm"] = "score"
     hit_context: HitContext | None = None  # judge llm: best+chunk; score: k summaries
     reject_echo: bool = DEFAULT_REJECT_ECHO

@@ -27,7 +27,6 @@ from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
     FallbackRetriever,
     HitContext,
@@ -127,7 +126,7 @@ class CoSFallbackRetriever(BaseRetriever):
         *,
         llm: Any = None,
         similarity_top_k: int = 4,
-        threshold: float = DEFAULT_THRESHOLD,
+        threshold: float | None = None,
         judge: Literal["score", "llm"] = "score",
         hit_context: HitContext | None = None,
         reject_echo: bool = DEFAULT_REJECT_ECHO,

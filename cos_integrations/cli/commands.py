@@ -15,7 +15,6 @@ from rich.table import Table
 from ..defaults import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
     HIT_CONTEXTS,
     PRESET_NAMES,
@@ -171,7 +170,7 @@ def query(
     judge: Annotated[
         str | None, typer.Option(help="score, or llm (default with --answer).")
     ] = None,
-    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    threshold: ThresholdOpt = None,
     hit_context: HitContextOpt = None,
     reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,
     require_support: RequireSupportOpt = DEFAULT_REQUIRE_SUPPORT,

@@ -57,7 +57,11 @@ ChromaOpt = Annotated[
 
 # The hit rule's options, shared by `cos query` and `cos eval` (defaults: cos_integrations.defaults)
 ThresholdOpt = Annotated[
-    float, typer.Option(help="Summary similarity needed to ask the judge (fallback).")
+    float | None,
+    typer.Option(
+        help="Summary similarity needed to ask the judge (default: the index's calibrated "
+        "threshold, else 0.80)."
+    ),
 ]
 HitContextOpt = Annotated[
     str | None,

@@ -13,7 +13,6 @@ from rich.table import Table
 from ..defaults import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
 )
 from .common import (
@@ -62,7 +61,7 @@ def eval_command(
         ),
     ] = False,
     k: Annotated[int, typer.Option("--k", min=1, help="rag/fallback: top-k.")] = 2,
-    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    threshold: ThresholdOpt = None,
     judge: Annotated[str, typer.Option(help="fallback: llm or score.")] = "llm",
     hit_context: HitContextOpt = None,
     reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,

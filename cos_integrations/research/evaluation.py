@@ -34,7 +34,6 @@ from ..result import IterationRecord
 from ..retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
 )
 from ..text import estimate_tokens
@@ -192,8 +191,10 @@ class RetrievalEvalOptions(BaseModel):
     """
 
     k: int = Field(2, ge=1, description="summaries searched; chunks returned by rag/misses")
-    threshold: float = Field(
-        DEFAULT_THRESHOLD, description="summary similarity needed to ask the judge"
+    threshold: float | None = Field(
+        None,
+        description="summary similarity needed to ask the judge; None: calibrated on the "
+        "traffic half's questions (test_half), like an index calibrates on its question banks",
     )
     judge: Literal["llm", "score"] = "llm"
     hit_context: Literal["summaries", "best", "best+chunk"] | None = Field(
@@ -275,6 +276,15 @@ async def _retrieval(
             summary_tokens=rec.get("summary_tokens") or estimate_tokens(rec["summary"]),
         )
         index.sync_document(doc.doc_id)
+    if options.threshold is None and (options.test_half or refine_from_traffic):
+        # the questions this index "knows": the traffic half, never the test half
+        known = [
+            (d.doc_id, q.question)
+            for d in docs
+            if d.doc_id in summaries
+            for q in d.qas[: len(d.qas) // 2]
+        ]
+        index.calibrate_threshold(known)
     retriever = FallbackRetriever(
         index,
         llm=llm,
@@ -379,7 +389,11 @@ async def _retrieval(
             write({"doc_id": doc.doc_id, "method": "rag", "questions": rows, **_agg(rows)})
         if "fallback" in todo:
             before = [await fallback(q) for q in test]
-            rec: dict[str, Any] = {"doc_id": doc.doc_id, "method": "fallback"}
+            rec: dict[str, Any] = {
+                "doc_id": doc.doc_id,
+                "method": "fallback",
+                "threshold": retriever.threshold,  # the value used (given or calibrated)
+            }
             rec["questions"] = before
             rec.update(_agg(before))
             if traffic:

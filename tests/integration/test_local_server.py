@@ -301,6 +301,7 @@ def test_two_processes_share_one_server_until_the_last_one_stops(tmp_path, monke
         time.sleep(0.2)
     assert not _alive(pid), "the last user stopped, the server did not"
     assert not list((tmp_path / "servers").glob("*.json"))  # its record went with it
+    assert not list((tmp_path / "servers").glob("*.users"))  # and its user registry
 
 
 def test_a_shared_server_stops_when_its_only_user_is_killed(tmp_path):

@@ -165,3 +165,38 @@ print(ours.client.get_settings().anonymized_telemetry, late.get_settings().anony
     )
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split() == ["False", "False"]
+
+
+def test_threshold_is_calibrated_from_the_question_banks_and_kept(index):
+    """A bag-of-words embedder's cosines sit far below e5's: the fixed 0.80 would never ask
+    the judge. Ingest calibrates the index's threshold from its question banks (stored in
+    the manifest, kept on reopen); a retriever uses it unless given its own."""
+    import asyncio
+
+    from fakes import ScriptedFakeModel, make_document
+
+    from cos_integrations import ChainOfSummaries, CoSConfig
+    from cos_integrations.defaults import DEFAULT_THRESHOLD
+    from cos_integrations.loaders import SourceDocument
+    from cos_integrations.retrieval import FallbackRetriever
+
+    assert index.threshold == DEFAULT_THRESHOLD  # nothing known yet
+    docs = [SourceDocument(t, make_document(8, topic=t)) for t in ("lease", "garden", "heat")]
+    engine = ChainOfSummaries(ScriptedFakeModel(thesis_facts=2), CoSConfig.fast(iterations=0))
+    asyncio.run(index.aingest(docs, engine))
+    bank = [(d.doc_id, q.question) for d in docs for q in index.store.questions(d.doc_id)]
+    assert len(bank) >= 10
+    t = index.threshold
+    assert 0.0 < t < DEFAULT_THRESHOLD
+    # the quantile: about three in four known questions reach it with their own summary
+    reached = sum(index.search_summaries(q, 3)[0].score >= t - 1e-6 for _, q in bank) / len(bank)
+    assert reached >= 0.7
+    assert index.manifest["threshold"]["value"] == t
+    assert FallbackRetriever(index).threshold == t
+    assert FallbackRetriever(index, threshold=0.5).threshold == 0.5
+    index.store.close()
+    reopened = CoSIndex(index.path)
+    assert reopened.threshold == t
+    assert reopened.calibrate_threshold([("lease", "What is the lease item 1?")]) is None
+    assert reopened.threshold == t  # too few questions: unchanged
+    reopened.store.close()
