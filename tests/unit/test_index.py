@@ -167,31 +167,35 @@ print(ours.client.get_settings().anonymized_telemetry, late.get_settings().anony
     assert res.stdout.split() == ["False", "False"]
 
 
-def test_threshold_is_calibrated_from_the_question_banks_and_kept(index):
+def test_threshold_is_calibrated_from_the_questions_people_asked_and_kept(index):
     """A bag-of-words embedder's cosines sit far below e5's: the fixed 0.80 would never ask
-    the judge. Ingest calibrates the index's threshold from its question banks (stored in
-    the manifest, kept on reopen); a retriever uses it unless given its own."""
+    the judge. An index calibrates its threshold from the human and miss questions of its
+    banks (synthetic ones sit too close to their summary), stores it in the manifest, keeps
+    it on reopen; a retriever uses it unless given its own."""
     import asyncio
 
     from fakes import ScriptedFakeModel, make_document
 
-    from cos_integrations import ChainOfSummaries, CoSConfig
+    from cos_integrations import ChainOfSummaries, CoSConfig, QAPair
     from cos_integrations.defaults import DEFAULT_THRESHOLD
     from cos_integrations.loaders import SourceDocument
     from cos_integrations.retrieval import FallbackRetriever
 
-    assert index.threshold == DEFAULT_THRESHOLD  # nothing known yet
-    docs = [SourceDocument(t, make_document(8, topic=t)) for t in ("lease", "garden", "heat")]
+    topics = ("lease", "garden", "heat")
+    docs = [SourceDocument(t, make_document(8, topic=t)) for t in topics]
     engine = ChainOfSummaries(ScriptedFakeModel(thesis_facts=2), CoSConfig.fast(iterations=0))
     asyncio.run(index.aingest(docs, engine))
-    bank = [(d.doc_id, q.question) for d in docs for q in index.store.questions(d.doc_id)]
-    assert len(bank) >= 10
-    t = index.threshold
-    assert 0.0 < t < DEFAULT_THRESHOLD
+    assert index.store.questions("lease")  # synthetic questions only: not calibrated
+    assert index.threshold == DEFAULT_THRESHOLD and "threshold" not in index.manifest
+    asked = [(t, f"Which value does the {t} item {i} have?") for t in topics for i in range(4)]
+    for doc_id, q in asked:
+        index.store.add_question(doc_id, QAPair(question=q, answers=["x"], origin="miss"))
+    t = index.calibrate_threshold()
+    assert t == index.threshold and 0.0 < t < DEFAULT_THRESHOLD
     # the quantile: about three in four known questions reach it with their own summary
-    reached = sum(index.search_summaries(q, 3)[0].score >= t - 1e-6 for _, q in bank) / len(bank)
-    assert reached >= 0.7
-    assert index.manifest["threshold"]["value"] == t
+    reached = sum(index.search_summaries(q, 3)[0].score >= t for _, q in asked) / len(asked)
+    assert reached >= 0.75
+    assert index.manifest["threshold"] == {"value": t, "questions": 12, "quantile": 0.25}
     assert FallbackRetriever(index).threshold == t
     assert FallbackRetriever(index, threshold=0.5).threshold == 0.5
     index.store.close()
