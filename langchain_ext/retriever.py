@@ -13,7 +13,7 @@ from langchain_core.callbacks import (
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations._sync import run_sync
@@ -77,7 +77,9 @@ class CoSFallbackRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    index_path: str
+    # the index directory: `persist_dir`, as LlamaIndex and the `from_persist_dir`
+    # constructors call it; `index_path` (the name before 0.2) is still accepted
+    persist_dir: str = Field(validation_alias=AliasChoices("persist_dir", "index_path"))
     k: int = 4
     threshold: float | None = None  # None: the index's (calibrated, else 0.80)
     judge: Literal["score", "llm"] = "score"
@@ -108,13 +110,18 @@ class CoSFallbackRetriever(BaseRetriever):
         cls, path: str | Path, *, llm: Any = None, embeddings: Any = None, **kwargs: Any
     ) -> CoSFallbackRetriever:
         """Open (or create) the index at ``path`` (from ``cos ingest`` or ``add_documents``)."""
-        return cls(index_path=str(path), llm=llm, embeddings=embeddings, **kwargs)
+        return cls(persist_dir=str(path), llm=llm, embeddings=embeddings, **kwargs)
+
+    @property
+    def index_path(self) -> str:
+        """The old name of :attr:`persist_dir`."""
+        return self.persist_dir
 
     @property
     def index(self) -> CoSIndex:
         if self._index is None:
             self._index = CoSIndex(
-                self.index_path,
+                self.persist_dir,
                 embedder=as_embedder(self._embeddings),
                 config=self.cos_config,
                 chroma_url=self.chroma_url,

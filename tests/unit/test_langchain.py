@@ -220,7 +220,7 @@ def test_lcel_chain(retriever):
 
 def test_judge_llm_requires_a_model(tmp_path):
     with pytest.raises(ValueError, match="needs llm"):
-        CoSFallbackRetriever(index_path=str(tmp_path), judge="llm")
+        CoSFallbackRetriever(persist_dir=str(tmp_path), judge="llm")
 
 
 def test_hit_rule_options_reach_the_core(tmp_path):
@@ -248,3 +248,13 @@ def test_hit_rule_options_reach_the_core(tmp_path):
     assert all(d.metadata["cos_hit"] and d.metadata["doc_id"] == "garden" for d in out)
     with pytest.raises(ValueError):
         CoSFallbackRetriever(index_path=str(tmp_path / "ix"), hit_context="all")
+
+
+def test_the_index_directory_is_persist_dir_in_both_frameworks(tmp_path):
+    """One name for the index directory (LlamaIndex's persist_dir); the old index_path still
+    works, for code written before."""
+    new = CoSFallbackRetriever(persist_dir=str(tmp_path / "a"))
+    old = CoSFallbackRetriever(index_path=str(tmp_path / "b"))
+    assert new.persist_dir.endswith("a") and new.index_path == new.persist_dir
+    assert old.persist_dir.endswith("b")
+    assert CoSFallbackRetriever.from_persist_dir(tmp_path / "c").persist_dir.endswith("c")
