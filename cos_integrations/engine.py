@@ -82,6 +82,9 @@ class ModelRun:
     doc_id: str | None
     usage: Usage = field(default_factory=Usage)
     warnings: list[str] = field(default_factory=list)
+    # the same usage split by call type (thesis, questions, answers, rewrite, ...): what
+    # each step costs, for the throughput work
+    by_task: dict[str, Usage] = field(default_factory=dict)
 
     async def call(
         self,
@@ -89,6 +92,7 @@ class ModelRun:
         *,
         json_schema: dict | None = None,
         max_tokens: int | None = None,
+        task: str = "other",
     ) -> str:
         try:
             result = await self.llm.chat(
@@ -106,6 +110,7 @@ class ModelRun:
                 f"model call failed: {type(exc).__name__}: {str(exc)[:200]}", doc_id=self.doc_id
             ) from exc
         self.usage.add(result.usage)
+        self.by_task.setdefault(task, Usage()).add(result.usage)
         return result.text or ""
 
     def warn(self, message: str) -> None:
@@ -211,6 +216,7 @@ class ChainOfSummaries:
             raise
         result.doc_id = doc_id
         result.usage = run.usage
+        result.usage_by_task = run.by_task
         result.warnings = run.warnings + result.warnings
         result.source_tokens = self.count_tokens(text)
         result.summary_tokens = self.count_tokens(result.summary)
@@ -289,7 +295,7 @@ class ChainOfSummaries:
         msgs = mini_messages(text, words=cfg.max_summary_words, questions=cfg.mini_questions)
         raw = ""
         for _ in range(cfg.parse_retries + 1):
-            raw = await run.call(msgs)
+            raw = await run.call(msgs, task="mini")
             summary = parse_mini(raw)
             if summary:
                 it = IterationRecord(index=0, kind="mini", summary=summary)
@@ -309,7 +315,7 @@ class ChainOfSummaries:
         current: str | None = None
         best = -1
         for index in range(cfg.density_rounds):
-            raw = await run.call(density_messages(text, current, words=words))
+            raw = await run.call(density_messages(text, current, words=words), task="density")
             entities, summary = parse_density(raw)
             if not summary:
                 run.warn(f"density round {index}: no summary in the reply; round skipped")
@@ -345,7 +351,7 @@ class ChainOfSummaries:
         raw = ""
         msgs = thesis_messages(text, words=self.config.max_summary_words)
         for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(msgs, max_tokens=_summary_tokens(self.config))
+            raw = await run.call(msgs, max_tokens=_summary_tokens(self.config), task="thesis")
             summary = complete_sentences(parse_summary(raw))
             if summary:
                 return await self._facts_not_description(msgs, raw, summary, run)
@@ -360,7 +366,9 @@ class ChainOfSummaries:
         ...") is asked once more, in the same conversation, to state the facts instead."""
         if not describes_document(summary):
             return summary
-        again = await run.call(restate_messages(msgs, raw), max_tokens=_summary_tokens(self.config))
+        again = await run.call(
+            restate_messages(msgs, raw), max_tokens=_summary_tokens(self.config), task="restate"
+        )
         restated = complete_sentences(parse_summary(again))
         if restated and not describes_document(restated):
             return restated
@@ -402,6 +410,7 @@ class ChainOfSummaries:
                 msgs,
                 json_schema=QUESTIONS_SCHEMA,
                 max_tokens=min(cfg.max_output_tokens, 60 * (need - len(pairs)) + 48),
+                task="questions",
             )
             try:
                 fresh = parse_qa_pairs(raw)
@@ -435,6 +444,7 @@ class ChainOfSummaries:
                 answer_messages(summary, questions),
                 json_schema=ANSWERS_SCHEMA,
                 max_tokens=min(self.config.max_output_tokens, 32 * len(questions) + 48),
+                task="answers",
             )
             try:
                 answers = parse_answers(raw, len(questions))
@@ -492,7 +502,9 @@ class ChainOfSummaries:
         for _ in range(cfg.parse_retries + 1):
             # drafts need room for the thinking steps before the summary
             raw = await run.call(
-                messages, max_tokens=None if draft else _rewrite_tokens(cfg, current, self)
+                messages,
+                max_tokens=None if draft else _rewrite_tokens(cfg, current, self),
+                task="rewrite",
             )
             new = complete_sentences(parse_summary(raw, draft=draft))
             if new:
@@ -612,6 +624,8 @@ class ChainOfSummaries:
                 sub = ModelRun(self.llm, section_cfg, f"{run.doc_id or 'doc'}#section{i + 1}")
                 res = await section_engine._dispatch(section, sub, [])
                 run.usage.add(sub.usage)
+                for task, used in sub.by_task.items():
+                    run.by_task.setdefault(task, Usage()).add(used)
                 run.warnings.extend(f"section {i + 1}: {w}" for w in sub.warnings)
                 res.usage = sub.usage
                 return res
@@ -662,7 +676,7 @@ class ChainOfSummaries:
         raw = ""
         msgs = merge_messages(summaries, words=self.config.max_summary_words)
         for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(msgs)
+            raw = await run.call(msgs, task="merge")
             merged = parse_summary(raw)
             if merged:
                 return await self._facts_not_description(msgs, raw, merged, run)

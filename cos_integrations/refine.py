@@ -134,7 +134,9 @@ class Refiner:
         source = self._source_for(doc.text, job)
         # 1. Does the source answer the query?
         raw = await run.call(
-            source_answer_messages(source, [job.query]), json_schema=ANSWERS_SCHEMA
+            source_answer_messages(source, [job.query]),
+            json_schema=ANSWERS_SCHEMA,
+            task="source_answer",
         )
         try:
             answer = parse_answers(raw, 1)[0]
@@ -189,7 +191,9 @@ class Refiner:
         if not now_answered:
             # Small models often re-copy the document and run out of room before the new
             # fact. Fall back to one sentence stating the answer, appended to the summary.
-            raw = await run.call(fact_messages(source, job.query, answer), max_tokens=80)
+            raw = await run.call(
+                fact_messages(source, job.query, answer), max_tokens=80, task="fact"
+            )
             fact = complete_sentences(parse_summary(raw).split("\n")[0])
             if fact and is_grounded(fact, source):
                 candidate = f"{current.text.rstrip()} {fact}"

@@ -60,6 +60,8 @@ class CoSResult(BaseModel):
     iterations: list[IterationRecord] = Field(default_factory=list)
     questions: list[QAPair] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    # the same, by call type: thesis, restate, questions, answers, rewrite, merge, ...
+    usage_by_task: dict[str, Usage] = Field(default_factory=dict)
     source_tokens: int = 0
     summary_tokens: int = 0
     config_hash: str = ""

@@ -155,6 +155,8 @@ async def _one(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig) -> 
     else:
         result = await _summarise(method, llm, doc, config)
         summary, usage = result.summary, result.usage
+        # what each call type cost (thesis, questions, answers, rewrite, ...)
+        record["usage_by_task"] = {t: u.model_dump() for t, u in result.usage_by_task.items()}
         if method in ("cos", "reference"):
             per_iter = []
             for it in result.iterations:  # the paper's oracle: best iteration on test questions

@@ -43,6 +43,15 @@ def test_paper_config_one_answer_call_per_round_and_best_summary():
     assert len(facts(result.summary)) > 2
     assert [q.split for q in result.questions].count("val") == 5
     assert result.doc_id == "d1" and result.config_hash == CoSConfig.paper().config_hash()
+    # usage by call type: what the fake model saw, each call counted once
+    by = result.usage_by_task
+    assert {t: u.calls for t, u in by.items()} == {
+        "thesis": counts["thesis"],
+        "questions": counts["questions"],
+        "answers": counts["answer"],
+        "rewrite": counts["rewrite"],
+    }
+    assert sum(u.prompt_tokens for u in by.values()) == result.usage.prompt_tokens
 
 
 def test_rewrite_sees_source_summary_and_unanswered_question():
