@@ -12,6 +12,10 @@ chunks as rag: the script reports how often the recorded misses did). Exact for 
 at or above the run's own (below it the judge was not asked) and for the checks; for a
 ``--refine-from-traffic`` run, ``--phase after`` replays the test half after refinement
 (with ``--index``, the best-chunk checks then read the refined index: after only).
+The routing rules (``agrees``: the best summary's document is among the documents of rag's
+top-k chunks; ``agrees1``: it is the document of rag's top chunk, the product's
+``verify_route``) are gates before the judge: a query they reject is a miss that pays no
+judge call, so they are exact on any run whose rag rows record their chunks' documents.
 Prints a Markdown table, one row per rule, beside rag; "rag's F1 on those" is rag's F1 on
 the very questions the rule answered from the cache, so a hit rule that loses to rag shows
 where.
@@ -37,7 +41,19 @@ CHECKS = (
     ("+ in the best chunk + supported", ("in_context", "in_chunk", "supported")),
     # computed with --index: the supporting sentence must be in the source chunk itself
     ("+ supported by a sentence of the best chunk", ("in_context", "chunk_supported")),
+    # routing agreement, checked before the judge (a disagreeing query is a miss with no
+    # judge call): the best summary's document is among the documents of rag's top-k chunks
+    # (``agrees``) or is the document of rag's top chunk (``agrees1``)
+    ("routing agrees (top-k chunks)", ("agrees",)),
+    ("routing agrees + supported", ("agrees", "in_context", "supported")),
+    (
+        "routing agrees + in the best chunk + supported",
+        ("agrees", "in_context", "in_chunk", "supported"),
+    ),
+    ("routing agrees with the top chunk + supported", ("agrees1", "in_context", "supported")),
+    ("routing agrees (top-k) + in context only", ("agrees", "in_context")),
 )
+GATES = ("agrees", "agrees1")
 
 
 def load(path: Path) -> list[dict]:
@@ -149,13 +165,21 @@ def main() -> None:
             " | 1.00 | | | | | |"
         )
     thresholds = [t for t in (float(x) for x in args.thresholds.split(",")) if t >= run_t]
+    for (_d, q), r in zip(rows, g, strict=True):
+        if q.get("best_doc") and r.get("docs"):
+            q["checks"]["agrees"] = q["best_doc"] in r["docs"]
+            q["checks"]["agrees1"] = q["best_doc"] == r["docs"][0]
     recorded = set().union(*(q["checks"] for _, q in rows))
     for t, (label, need) in product(thresholds, CHECKS):
         if not set(need) <= recorded:
             continue  # a check this run did not record
         f1s, ems, ctx, calls, hit_f1, miss_f1, rag_on_hits = [], [], [], [], [], [], []
         for (d, q), r in zip(rows, g, strict=True):
-            called = q.get("judge_context_tokens", 0) > 0 and (q["best_score"] or 0) >= t
+            called = (
+                q.get("judge_context_tokens", 0) > 0
+                and (q["best_score"] or 0) >= t
+                and all(q["checks"].get(c) for c in need if c in GATES)
+            )
             hit = called and all(q["checks"].get(c) for c in need)
             if hit:
                 f1 = q["judge_f1"]

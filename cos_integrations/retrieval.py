@@ -13,6 +13,10 @@ checks: it occurs in that context (always), it is not the question's own words
 words (``require_support``: it catches a plausible name picked from an unrelated sentence),
 and the answer occurs in the source chunk of that document closest to the query
 (``verify_chunk``: two cheap signals that must agree; a vector search, no model call).
+Before the judge is asked, the best summary's document must also hold the top source chunk
+of the whole collection (``verify_route``, on by default with the model judge): the summary
+search and the chunk search must route the query to the same document, else it is a miss
+and the judge's call is saved (the chunk search is the one a miss makes anyway).
 ``hit_context`` chooses what the judge reads and a hit returns: the summaries that
 clear the threshold (``"summaries"``), the best one (``"best"``), or the best summary and
 the best source chunk of its document (``"best+chunk"``). A miss returns the top-k source
@@ -41,6 +45,7 @@ from .defaults import (
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
+    DEFAULT_VERIFY_ROUTE,
     HIT_CONTEXTS,
     HitContext,
 )
@@ -64,6 +69,7 @@ __all__ = [
     "DEFAULT_REJECT_ECHO",
     "DEFAULT_REQUIRE_SUPPORT",
     "DEFAULT_VERIFY_CHUNK",
+    "DEFAULT_VERIFY_ROUTE",
 ]
 
 if TYPE_CHECKING:
@@ -80,9 +86,11 @@ class RetrievalResult:
     """What a query got: hit or miss, the items, and (when the model was asked) an answer.
 
     ``judge_answer`` is the model's answer from the hit context before the checks, and
-    ``checks`` says which checks it passed (``in_context``, ``not_echo``, ``supported``,
-    ``in_chunk``, and ``in_source``, reported only: the answer occurs anywhere in the
-    stored source, which ``in_chunk`` implies), so a caller can see why a query missed.
+    ``checks`` says which checks it passed (``routed``: the summary and chunk searches
+    agreed on the document, checked before the judge; ``in_context``, ``not_echo``,
+    ``supported``, ``in_chunk``, and ``in_source``, reported only: the answer occurs
+    anywhere in the stored source, which ``in_chunk`` implies), so a caller can see why a
+    query missed.
     ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk vectors) or
     ``"stored text"`` (no chunk vectors: the candidates' stored full text, chunked and
     ranked on the fly).
@@ -151,7 +159,8 @@ class FallbackRetriever:
     stops it). ``on_miss(result)`` is called for every miss that queued a job. A call may
     pass its own ``llm=`` (e.g. one bound to a framework run's callbacks); the counters
     ``hits`` and ``misses`` stay on this retriever. ``hit_context``, ``reject_echo``,
-    ``require_support`` and ``verify_chunk`` shape the hit decision (see the module
+    ``require_support``, ``verify_chunk`` and ``verify_route`` (``None``: on for
+    ``judge="llm"``, off for ``judge="score"``) shape the hit decision (see the module
     docstring); ``k`` summaries are searched either way.
 
     Example:
@@ -175,6 +184,7 @@ class FallbackRetriever:
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
         verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
+        verify_route: bool | None = DEFAULT_VERIFY_ROUTE,
         refine_config: CoSConfig | None = None,
     ) -> None:
         if judge == "llm" and llm is None:
@@ -203,10 +213,17 @@ class FallbackRetriever:
         self.reject_echo = reject_echo
         self.require_support = require_support
         self.verify_chunk = verify_chunk
+        self.verify_route = verify_route
         self.refine_config = refine_config
         self.hits = 0
         self.misses = 0
         self._background: BackgroundRefiner | None = None
+
+    @property
+    def routes(self) -> bool:
+        """Whether the routing check applies (``verify_route``, or its default for the
+        judge: on for ``"llm"``, off for ``"score"``)."""
+        return self.judge == "llm" if self.verify_route is None else self.verify_route
 
     @property
     def threshold(self) -> float:
@@ -243,14 +260,29 @@ class FallbackRetriever:
         judge_answer: str | None = None
         checks: dict[str, bool] = {}
         context: list[SearchHit] = []
-        if relevant:
-            context = await self._context(query, relevant, embedding)
+        top: list[SearchHit] | None = None  # the whole collection's top chunks, if searched
+        hit, reason = False, ""
+        if relevant and self.routes:
+            top = await asyncio.to_thread(
+                index.search_chunks, query, self.fallback_k or k, embedding=embedding
+            )
+            if top:  # no chunk vectors: nothing to agree with, the check does not apply
+                checks["routed"] = top[0].doc_id == best.doc_id
         if not relevant:
             hit, reason = False, f"best similarity {best.score:.3f} < {self.threshold}"
-        elif self.judge == "llm":
+        elif checks.get("routed") is False:
+            assert top is not None
+            hit = False
+            reason = (
+                f"routing disagrees: the best summary is {best.doc_id}'s, the top source "
+                f"chunk {top[0].doc_id}'s"
+            )
+        else:
+            context = await self._context(query, relevant, embedding, top)
+        if context and self.judge == "llm":
             assert llm is not None
             judge_answer, usage = await ask(llm, query, context)
-            checks = await asyncio.to_thread(self._checks, judge_answer, query, context, embedding)
+            checks |= await asyncio.to_thread(self._checks, judge_answer, query, context, embedding)
             failed = [name for name in self._required() if not checks.get(name)]
             hit = not failed
             answer = judge_answer if hit else None
@@ -259,9 +291,9 @@ class FallbackRetriever:
                 if hit
                 else f"summaries do not answer it ({', '.join(failed)} failed)"
             )
-        else:
+        elif context:
             hit, reason = True, f"best similarity {best.score:.3f} >= {self.threshold}"
-        judged = self.judge == "llm" and bool(relevant)
+        judged = self.judge == "llm" and bool(context)
         judge_tokens = sum(estimate_tokens(h.text) for h in context) if judged else 0
         if hit:
             self.hits += 1
@@ -289,7 +321,7 @@ class FallbackRetriever:
                 judge_context_tokens=judge_tokens,
                 checks=checks,
             )
-        res = await self._miss(query, k, candidates, embedding, reason, usage)
+        res = await self._miss(query, k, candidates, embedding, reason, usage, top)
         res.judge_answer, res.checks, res.judge_context_tokens = judge_answer, checks, judge_tokens
         return res
 
@@ -308,13 +340,18 @@ class FallbackRetriever:
         query: str,
         relevant: list[SearchHit],
         embedding: list[float],
+        top: list[SearchHit] | None = None,
     ) -> list[SearchHit]:
-        """What the judge reads and a hit returns (see ``hit_context``)."""
+        """What the judge reads and a hit returns (see ``hit_context``); ``top``, the
+        collection's top chunks when the routing check searched them: its first chunk is
+        then the best summary's document's best chunk, so no second search is made."""
         if self.hit_context == "summaries":
             return relevant
         best = relevant[0]
         if self.hit_context == "best":
             return [best]
+        if top and top[0].doc_id == best.doc_id:
+            return [best, top[0]]
         chunk = await asyncio.to_thread(self._best_chunk, query, best.doc_id, embedding)
         return [best, *chunk]
 
@@ -356,7 +393,9 @@ class FallbackRetriever:
             checks["in_chunk"] = in_context and bool(chunk) and is_grounded(answer, chunk[0].text)
         return checks
 
-    async def _miss(self, query, k, candidates, embedding, reason, usage) -> RetrievalResult:
+    async def _miss(
+        self, query, k, candidates, embedding, reason, usage, top=None
+    ) -> RetrievalResult:
         index = self.index
         fk = self.fallback_k or k
         doc_ids = list(dict.fromkeys(c.doc_id for c in candidates))
@@ -379,7 +418,9 @@ class FallbackRetriever:
         scoped = await asyncio.to_thread(
             index.search_chunks, query, fk, doc_ids=doc_ids, embedding=embedding
         )
-        glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
+        glob = top
+        if glob is None:
+            glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
         merged = {h.id: h for h in [*glob, *scoped]}
         items = sorted(merged.values(), key=lambda h: -h.score)[:fk]
         fallback = "chunks"

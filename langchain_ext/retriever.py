@@ -23,6 +23,7 @@ from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_VERIFY_CHUNK,
+    DEFAULT_VERIFY_ROUTE,
     FallbackRetriever,
     HitContext,
     RetrievalResult,
@@ -87,6 +88,7 @@ class CoSFallbackRetriever(BaseRetriever):
     reject_echo: bool = DEFAULT_REJECT_ECHO
     require_support: bool = DEFAULT_REQUIRE_SUPPORT
     verify_chunk: bool = DEFAULT_VERIFY_CHUNK
+    verify_route: bool | None = DEFAULT_VERIFY_ROUTE
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
     chroma_url: str | None = None
     cos_config: CoSConfig | None = None
@@ -192,7 +194,7 @@ class CoSFallbackRetriever(BaseRetriever):
         core = self._core
         core.k, core.threshold = self.k, self.threshold
         core.reject_echo, core.require_support = self.reject_echo, self.require_support
-        core.verify_chunk = self.verify_chunk
+        core.verify_chunk, core.verify_route = self.verify_chunk, self.verify_route
         return core
 
     def _run_llm(self, run_manager: Any) -> Any:

@@ -28,6 +28,7 @@ from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_VERIFY_CHUNK,
+    DEFAULT_VERIFY_ROUTE,
     FallbackRetriever,
     HitContext,
     RetrievalResult,
@@ -132,6 +133,7 @@ class CoSFallbackRetriever(BaseRetriever):
         reject_echo: bool = DEFAULT_REJECT_ECHO,
         require_support: bool = DEFAULT_REQUIRE_SUPPORT,
         verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
+        verify_route: bool | None = DEFAULT_VERIFY_ROUTE,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
         config: CoSConfig | None = None,
         callback_manager: CallbackManager | None = None,
@@ -152,6 +154,7 @@ class CoSFallbackRetriever(BaseRetriever):
             reject_echo=reject_echo,
             require_support=require_support,
             verify_chunk=verify_chunk,
+            verify_route=verify_route,
             refine_config=config,
         )
 

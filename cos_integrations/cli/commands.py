@@ -30,6 +30,7 @@ from .common import (
     RequireSupportOpt,
     ThresholdOpt,
     VerifyChunkOpt,
+    VerifyRouteOpt,
     console,
     err,
     make_embedder,
@@ -175,6 +176,7 @@ def query(
     reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,
     require_support: RequireSupportOpt = DEFAULT_REQUIRE_SUPPORT,
     verify_chunk: VerifyChunkOpt = DEFAULT_VERIFY_CHUNK,
+    verify_route: VerifyRouteOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -205,6 +207,7 @@ def query(
             reject_echo=reject_echo,
             require_support=require_support,
             verify_chunk=verify_chunk,
+            verify_route=verify_route,
         )
         res = retriever.retrieve(text)
         label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"

@@ -25,6 +25,7 @@ __all__ = [
     "RejectEchoOpt",
     "RequireSupportOpt",
     "VerifyChunkOpt",
+    "VerifyRouteOpt",
     "setup_logging",
     "make_embedder",
     "open_index",
@@ -77,6 +78,15 @@ RequireSupportOpt = Annotated[
 ]
 VerifyChunkOpt = Annotated[
     bool, typer.Option(help="A hit's answer must be in its document's best source chunk.")
+]
+VerifyRouteOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--verify-route/--no-verify-route",
+        help="Ask the judge only when the best summary's document also holds the top "
+        "source chunk (default: on with --judge llm).",
+        show_default=False,
+    ),
 ]
 
 

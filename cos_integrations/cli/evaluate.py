@@ -24,6 +24,7 @@ from .common import (
     RequireSupportOpt,
     ThresholdOpt,
     VerifyChunkOpt,
+    VerifyRouteOpt,
     console,
     err,
     progress_bar,
@@ -67,6 +68,7 @@ def eval_command(
     reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,
     require_support: RequireSupportOpt = DEFAULT_REQUIRE_SUPPORT,
     verify_chunk: VerifyChunkOpt = DEFAULT_VERIFY_CHUNK,
+    verify_route: VerifyRouteOpt = None,
     summary_method: Annotated[
         str, typer.Option(help="rag/fallback: whose summaries the index holds.")
     ] = "cos",
@@ -122,6 +124,7 @@ def eval_command(
             reject_echo=reject_echo,
             require_support=require_support,
             verify_chunk=verify_chunk,
+            verify_route=verify_route,
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,

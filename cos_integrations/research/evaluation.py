@@ -35,6 +35,7 @@ from ..retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_VERIFY_CHUNK,
+    DEFAULT_VERIFY_ROUTE,
 )
 from ..text import estimate_tokens
 from ..usage import Usage
@@ -205,6 +206,7 @@ class RetrievalEvalOptions(BaseModel):
     reject_echo: bool = DEFAULT_REJECT_ECHO
     require_support: bool = DEFAULT_REQUIRE_SUPPORT
     verify_chunk: bool = DEFAULT_VERIFY_CHUNK
+    verify_route: bool | None = DEFAULT_VERIFY_ROUTE
     summary_method: str = "cos"
     summaries_from: str | None = None
     test_half: bool = Field(
@@ -297,6 +299,7 @@ async def _retrieval(
         reject_echo=options.reject_echo,
         require_support=options.require_support,
         verify_chunk=options.verify_chunk,
+        verify_route=options.verify_route,
     )
     memo: dict[str, tuple[str | None, Usage]] = {}
     if answer_cache and answer_cache.is_file():

@@ -184,3 +184,40 @@ def test_defaults_follow_the_ablation(filled):
     )
     assert res.hit and res.answer == "value 6g" and res.checks["supported"]
     assert [h.kind for h in res.items] == ["summary", "chunk"]
+
+
+def test_verify_route_asks_the_judge_only_where_summary_and_chunk_search_agree(filled):
+    index, model = filled
+    q = "What is the parking item 1?"
+    # garden's summary now reads like the parking question (a summary that routes a query
+    # to the wrong document); parking's chunks still hold the fact
+    index.store.publish_version(
+        "garden",
+        "What is the parking item 1? The parking item 1 is value 9z.",
+        expected_version=1,
+        created_by="human",
+    )
+    index.sync_document("garden")
+    assert index.search_summaries(q, 1)[0].doc_id == "garden"
+    assert index.search_chunks(q, 1)[0].doc_id == "parking"
+    model.script["answer"] = [one_answer("value 9z")] * 2
+    before = model.counts["answer"]
+    routed = judge(index, model, verify_route=True).retrieve(q)
+    assert not routed.hit and routed.checks == {"routed": False}
+    assert "routing disagrees" in routed.reason and routed.judge_context_tokens == 0
+    assert model.counts["answer"] == before  # no judge call was made
+    assert routed.items and routed.items[0].doc_id == "parking"  # the miss's chunks
+    unrouted = judge(index, model, verify_route=False).retrieve(q)
+    assert model.counts["answer"] == before + 1
+    assert unrouted.hit and unrouted.answer == "value 9z"  # the wrong summary's answer
+    assert "routed" not in unrouted.checks
+    # where the two searches agree the judge is asked and the check is reported
+    agreed = judge(index, model, verify_route=True).retrieve("What is the lease item 1?")
+    assert agreed.checks["routed"] is True and model.counts["answer"] == before + 2
+
+
+def test_verify_route_is_on_for_the_model_judge_only(filled):
+    index, model = filled
+    assert FallbackRetriever(index, llm=model, judge="llm").routes
+    assert not FallbackRetriever(index).routes
+    assert FallbackRetriever(index, verify_route=True).routes
