@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["faithfulness_flags", "injection_flags", "summary_flags"]
+__all__ = ["faithfulness_flags", "injection_flags", "summary_flags", "unfaithful_spans"]
 
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)*")
@@ -30,18 +30,35 @@ def _norm_number(s: str) -> str:
     return re.sub(r"[.,](?=\d{3}\b)", "", s).strip(".,")
 
 
-def faithfulness_flags(summary: str, source: str) -> list[str]:
-    """Numbers and capitalised names in ``summary`` that do not occur in ``source``."""
-    flags: list[str] = []
+def unfaithful_spans(summary: str, source: str) -> list[tuple[int, int, str]]:
+    """Where ``summary`` states a number or a capitalised name that ``source`` does not:
+    ``(start, end, kind)`` character spans (``kind``: ``number`` or ``name``), in order."""
+    spans: list[tuple[int, int, str]] = []
     src_numbers = {_norm_number(n) for n in _NUMBER.findall(source)}
     src_words = set(re.findall(r"[a-z0-9]+", source.lower()))
-    for num in dict.fromkeys(_NUMBER.findall(summary)):
-        if _norm_number(num) not in src_numbers:
-            flags.append(f"number not in source: {num}")
-    for name in dict.fromkeys(_NAME.findall(summary)):
-        words = re.findall(r"[a-z0-9]+", name.lower())
+    for m in _NUMBER.finditer(summary):
+        if _norm_number(m.group(0)) not in src_numbers:
+            spans.append((m.start(), m.end(), "number"))
+    for m in _NAME.finditer(summary):
+        words = re.findall(r"[a-z0-9]+", m.group(0).lower())
         if words and not all(w in src_words for w in words):
-            flags.append(f"name not in source: {name}")
+            spans.append((m.start(), m.end(), "name"))
+    spans.sort()
+    kept: list[tuple[int, int, str]] = []
+    for span in spans:  # a number inside a flagged name: keep the outer span
+        if kept and span[0] < kept[-1][1]:
+            continue
+        kept.append(span)
+    return kept
+
+
+def faithfulness_flags(summary: str, source: str) -> list[str]:
+    """Numbers and capitalised names in ``summary`` that do not occur in ``source``."""
+    spans = unfaithful_spans(summary, source)
+    flags: list[str] = []
+    for kind in ("number", "name"):
+        texts = [summary[a:b] for a, b, k in spans if k == kind]
+        flags += [f"{kind} not in source: {t}" for t in dict.fromkeys(texts)]
     return flags
 
 

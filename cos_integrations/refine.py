@@ -119,7 +119,9 @@ class Refiner:
                 max_attempts=self.max_attempts,
             )
         else:
-            store.finish_job(job.id, self.worker_id, outcome.status, outcome.reason)
+            store.finish_job(
+                job.id, self.worker_id, outcome.status, outcome.reason, version=outcome.version
+            )
         return outcome
 
     async def _round(self, job: RefineJob) -> RefineOutcome:

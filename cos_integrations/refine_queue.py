@@ -37,6 +37,9 @@ class RefineJob:
     worker: str | None
     result: str | None
     error: str | None
+    version: int | None = None  # the summary version the job published or suggested
+    created_at: float | None = None
+    updated_at: float | None = None
 
 
 class RefineQueue:
@@ -91,13 +94,22 @@ class RefineQueue:
             row = tx.execute("SELECT * FROM refine_jobs WHERE id=?", (row["id"],)).fetchone()
         return _job(row)
 
-    def finish_job(self, job_id: int, worker: str, status: str, result: str = "") -> bool:
-        """Close a leased job; False when the lease was lost to another worker."""
+    def finish_job(
+        self,
+        job_id: int,
+        worker: str,
+        status: str,
+        result: str = "",
+        *,
+        version: int | None = None,
+    ) -> bool:
+        """Close a leased job (``version``: the summary version it published or suggested);
+        False when the lease was lost to another worker."""
         with self._tx() as tx:
             cur = tx.execute(
-                "UPDATE refine_jobs SET status=?, result=?, lease_until=NULL, updated_at=?"
-                " WHERE id=? AND worker=? AND status='leased'",
-                (status, result, time.time(), job_id, worker),
+                "UPDATE refine_jobs SET status=?, result=?, version=?, lease_until=NULL,"
+                " updated_at=? WHERE id=? AND worker=? AND status='leased'",
+                (status, result, version, time.time(), job_id, worker),
             )
             if cur.rowcount and status == "not_in_source":
                 row = tx.execute(
@@ -121,6 +133,46 @@ class RefineQueue:
                 (status, error[:2000], time.time(), job_id, worker),
             )
         return status
+
+    def retry_job(self, job_id: int) -> bool:
+        """A ``dead`` job back to ``pending`` with its attempts reset; False when the job
+        is not dead (any more)."""
+        with self._tx() as tx:
+            cur = tx.execute(
+                "UPDATE refine_jobs SET status='pending', attempts=0, error=NULL,"
+                " updated_at=? WHERE id=? AND status='dead'",
+                (time.time(), job_id),
+            )
+            return cur.rowcount > 0
+
+    def drop_job(self, job_id: int) -> bool:
+        """Give up on a ``dead`` job (status ``dropped``); False when it is not dead."""
+        with self._tx() as tx:
+            cur = tx.execute(
+                "UPDATE refine_jobs SET status='dropped', updated_at=?"
+                " WHERE id=? AND status='dead'",
+                (time.time(), job_id),
+            )
+            return cur.rowcount > 0
+
+    def job(self, job_id: int) -> RefineJob | None:
+        row = self._conn().execute("SELECT * FROM refine_jobs WHERE id=?", (job_id,)).fetchone()
+        return _job(row) if row else None
+
+    def job_counts(self) -> dict[str, int]:
+        """Jobs by status (pending, leased, published, not_in_source, dead, ...)."""
+        rows = self._conn().execute("SELECT status, COUNT(*) FROM refine_jobs GROUP BY status")
+        return {r[0]: r[1] for r in rows.fetchall()}
+
+    def jobs_for(self, doc_ids: list[str]) -> list[RefineJob]:
+        """Every job of these documents (one query), newest first."""
+        if not doc_ids:
+            return []
+        marks = ",".join("?" * len(doc_ids))
+        rows = self._conn().execute(
+            f"SELECT * FROM refine_jobs WHERE doc_id IN ({marks}) ORDER BY id DESC", doc_ids
+        )
+        return [_job(r) for r in rows.fetchall()]
 
     def jobs(self, status: str | None = None) -> list[RefineJob]:
         sql, args = "SELECT * FROM refine_jobs", ()
@@ -150,4 +202,7 @@ def _job(row: sqlite3.Row) -> RefineJob:
         worker=row["worker"],
         result=row["result"],
         error=row["error"],
+        version=row["version"] if "version" in row.keys() else None,
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )

@@ -7,9 +7,7 @@ from the summary instead of the full document saves ``source - summary`` tokens.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from .store import SummaryStore
 
@@ -32,7 +30,10 @@ class Stats:
     not_covered: int = 0
     context_tokens: int = 0
     full_document_tokens: int = 0
+    # day -> (hits, queries)
     per_day: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # day -> tokens saved that day (full documents' tokens minus the context sent)
+    saved_per_day: dict[str, int] = field(default_factory=dict)
     documents: list[DocumentStats] = field(default_factory=list)
 
     @property
@@ -48,41 +49,45 @@ class Stats:
         return self.full_document_tokens - self.context_tokens
 
 
+_DOCS = """
+SELECT d.doc_id, COALESCE(MAX(v.source_tokens), 0) AS src,
+    COALESCE(SUM(v.prompt_tokens + v.completion_tokens), 0) AS build,
+    (SELECT c.summary_tokens FROM summary_versions c
+     WHERE c.doc_id=d.doc_id AND c.version=d.current_version) AS cur
+FROM documents d LEFT JOIN summary_versions v ON v.doc_id=d.doc_id
+GROUP BY d.doc_id ORDER BY d.doc_id
+"""
+
+_DAYS = """
+WITH src AS (
+    SELECT doc_id, MAX(source_tokens) AS tokens FROM summary_versions GROUP BY doc_id
+)
+SELECT date(e.at, 'unixepoch', 'localtime') AS day, SUM(e.kind='hit') AS hits,
+    SUM(e.kind='miss') AS misses, COUNT(*) AS queries,
+    SUM(e.context_tokens) AS context, COALESCE(SUM(src.tokens), 0) AS full_docs
+FROM events e LEFT JOIN src ON src.doc_id=e.doc_id
+GROUP BY day ORDER BY day
+"""
+
+
 def compute_stats(store: SummaryStore) -> Stats:
+    """Counters, per-day series and per-document break-even, from aggregate queries (a
+    fixed number of queries, whatever the number of documents)."""
     s = Stats()
-    source_tokens: dict[str, int] = {}
-    for doc in store.documents():
-        versions = store.versions(doc.doc_id)
-        cur = store.current_summary(doc.doc_id)
-        src = max((v.source_tokens for v in versions), default=0)
-        source_tokens[doc.doc_id] = src
-        build = 0
-        for v in versions:
-            res = store.result_of(doc.doc_id, v.version)
-            if res is not None:
-                build += res.usage.prompt_tokens + res.usage.completion_tokens
-        saving = src - (cur.summary_tokens if cur else 0)
+    for r in store.query(_DOCS):
+        cur = r["cur"] or 0
+        saving = r["src"] - cur
         s.documents.append(
             DocumentStats(
-                doc.doc_id,
-                src,
-                cur.summary_tokens if cur else 0,
-                build,
-                build / saving if saving > 0 else None,
+                r["doc_id"], r["src"], cur, r["build"], r["build"] / saving if saving > 0 else None
             )
         )
-    days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for ev in store.events():
-        day = datetime.fromtimestamp(ev["at"]).strftime("%Y-%m-%d")
-        days[day][1] += 1
-        if ev["kind"] == "hit":
-            s.hits += 1
-            days[day][0] += 1
-        elif ev["kind"] == "miss":
-            s.misses += 1
-        else:
-            s.not_covered += 1
-        s.context_tokens += ev["context_tokens"]
-        s.full_document_tokens += source_tokens.get(ev["doc_id"] or "", 0)
-    s.per_day = {d: (h, t) for d, (h, t) in sorted(days.items())}
+    for r in store.query(_DAYS):
+        s.hits += r["hits"]
+        s.misses += r["misses"]
+        s.not_covered += r["queries"] - r["hits"] - r["misses"]
+        s.context_tokens += r["context"]
+        s.full_document_tokens += r["full_docs"]
+        s.per_day[r["day"]] = (r["hits"], r["queries"])
+        s.saved_per_day[r["day"]] = r["full_docs"] - r["context"]
     return s

@@ -27,10 +27,21 @@ from pathlib import Path
 from .questions import QAPair
 from .refine_queue import RefineJob, RefineQueue
 from .result import CoSResult
+from .text import tokens_for_chars
 
-__all__ = ["SummaryStore", "DocumentRecord", "SummaryVersion", "RefineJob", "content_hash"]
+__all__ = [
+    "SummaryStore",
+    "DocumentRecord",
+    "SummaryVersion",
+    "RefineJob",
+    "Action",
+    "DocumentRow",
+    "content_hash",
+    "OVERVIEW_SORTS",
+    "OVERVIEW_FILTERS",
+]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -112,8 +123,25 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 
+# Version 2: the owners' audit log (who did what to which document, when) and the version
+# a refine job published, so a miss can be followed to the version it taught.
+_SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS actions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    user TEXT NOT NULL,
+    action TEXT NOT NULL,
+    doc_id TEXT,
+    version INTEGER,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS actions_doc ON actions (doc_id, id);
+ALTER TABLE refine_jobs ADD COLUMN version INTEGER;
+CREATE INDEX IF NOT EXISTS events_doc ON events (doc_id, kind);
+"""
+
 # Each migration takes the schema from version N-1 to N. Version 1 is the base schema.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 def content_hash(text: str) -> str:
@@ -152,6 +180,56 @@ class SummaryVersion:
     source_tokens: int
     flags: list[str]
     created_at: float
+
+
+@dataclass
+class Action:
+    """One owner action from the audit log (``cos pin``, the review page, ...)."""
+
+    id: int
+    at: float
+    user: str
+    action: str
+    doc_id: str | None
+    version: int | None
+    detail: str
+
+
+@dataclass
+class DocumentRow:
+    """A document's line in the overview: one aggregated query builds a page of these."""
+
+    doc_id: str
+    title: str
+    status: str
+    pinned: bool
+    current_version: int | None
+    summary_tokens: int | None
+    source_tokens: int
+    val_score: float | None
+    flags: int
+    suggestions: int
+    hits: int
+    misses: int
+    pending_jobs: int
+
+
+# overview sort keys -> ORDER BY (fixed strings: user input only picks a key)
+OVERVIEW_SORTS: dict[str, str] = {
+    "id": "d.doc_id",
+    "missed": "misses DESC, d.doc_id",
+    "hits": "hits DESC, d.doc_id",
+    "flags": "flags DESC, d.doc_id",
+    "score": "val_score IS NULL, val_score, d.doc_id",
+}
+OVERVIEW_FILTERS: dict[str, str] = {
+    "all": "1=1",
+    "flagged": "flags > 0",
+    "pinned": "d.pinned = 1",
+    "suggested": "suggestions > 0",
+    "missed": "misses > 0",
+    "failed": "d.status = 'failed'",
+}
 
 
 class SummaryStore(RefineQueue):
@@ -444,9 +522,22 @@ class SummaryStore(RefineQueue):
                 )
         return version
 
-    def set_current(self, doc_id: str, version: int) -> None:
-        """Make an existing version current (revert, or accept a suggestion)."""
+    def set_current(
+        self, doc_id: str, version: int, *, expected_version: int | None | bool = False
+    ) -> bool:
+        """Make an existing version current (revert, or accept a suggestion). With
+        ``expected_version`` (the version the caller saw, ``None`` for none) it is a
+        compare-and-swap: returns False, changing nothing, when the current version moved
+        meanwhile."""
         with self._tx() as tx:
+            if expected_version is not False:
+                row = tx.execute(
+                    "SELECT current_version FROM documents WHERE doc_id=?", (doc_id,)
+                ).fetchone()
+                if row is None:
+                    raise KeyError(f"unknown document {doc_id!r}")
+                if row[0] != expected_version:
+                    return False
             if not tx.execute(
                 "SELECT 1 FROM summary_versions WHERE doc_id=? AND version=?", (doc_id, version)
             ).fetchone():
@@ -459,6 +550,7 @@ class SummaryStore(RefineQueue):
                 "UPDATE documents SET current_version=?, updated_at=? WHERE doc_id=?",
                 (version, time.time(), doc_id),
             )
+        return True
 
     def set_pinned(self, doc_id: str, pinned: bool) -> None:
         with self._tx() as tx:
@@ -600,8 +692,109 @@ class SummaryStore(RefineQueue):
         rows = self._conn().execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall()
         return {r[0]: r[1] for r in rows}
 
+    def query(self, sql: str, args: Sequence[object] = ()) -> list[sqlite3.Row]:
+        """A read-only query of the store's tables (reports such as :mod:`.stats`)."""
+        return self._conn().execute(sql, tuple(args)).fetchall()
+
     def events(self) -> list[sqlite3.Row]:
         return self._conn().execute("SELECT * FROM events ORDER BY id").fetchall()
+
+    def recent_events(self, kind: str, limit: int = 50, offset: int = 0) -> list[sqlite3.Row]:
+        """The newest events of one kind (``miss``, ``hit``, ``not_covered``)."""
+        return (
+            self._conn()
+            .execute(
+                "SELECT * FROM events WHERE kind=? ORDER BY id DESC LIMIT ? OFFSET ?",
+                (kind, limit, offset),
+            )
+            .fetchall()
+        )
+
+    def count_events(self, kind: str) -> int:
+        sql = "SELECT COUNT(*) FROM events WHERE kind=?"
+        return int(self._conn().execute(sql, (kind,)).fetchone()[0])
+
+    # ------------------------------------------------------------------ oversight
+    def record_action(
+        self,
+        user: str,
+        action: str,
+        doc_id: str | None = None,
+        version: int | None = None,
+        detail: str = "",
+    ) -> None:
+        """Append to the audit log (every owner action, from the CLI or the review page)."""
+        with self._tx() as tx:
+            tx.execute(
+                "INSERT INTO actions(at, user, action, doc_id, version, detail)"
+                " VALUES(?,?,?,?,?,?)",
+                (time.time(), user, action, doc_id, version, detail),
+            )
+
+    def actions(self, doc_id: str | None = None, limit: int = 200) -> list[Action]:
+        """The audit log, newest first (of one document, or all)."""
+        sql, args = "SELECT * FROM actions", ()
+        if doc_id is not None:
+            sql, args = sql + " WHERE doc_id=?", (doc_id,)
+        rows = self._conn().execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit))
+        return [Action(**dict(r)) for r in rows.fetchall()]
+
+    def document_rows(
+        self, *, sort: str = "id", where: str = "all", limit: int = 50, offset: int = 0
+    ) -> tuple[list[DocumentRow], int]:
+        """A page of the overview and the number of documents the filter keeps: one query
+        with the counts aggregated per document (no query per row)."""
+        if sort not in OVERVIEW_SORTS:
+            raise ValueError(f"sort must be one of {sorted(OVERVIEW_SORTS)}, not {sort!r}")
+        if where not in OVERVIEW_FILTERS:
+            raise ValueError(f"filter must be one of {sorted(OVERVIEW_FILTERS)}, not {where!r}")
+        base = f"""
+            WITH ev AS (
+                SELECT doc_id, SUM(kind='hit') AS hits, SUM(kind='miss') AS misses
+                FROM events GROUP BY doc_id
+            ), sug AS (
+                SELECT doc_id, COUNT(*) AS n FROM summary_versions
+                WHERE status='suggested' GROUP BY doc_id
+            ), jobs AS (
+                SELECT doc_id, COUNT(*) AS n FROM refine_jobs
+                WHERE status IN ('pending', 'leased') GROUP BY doc_id
+            ), rows AS (
+                SELECT d.doc_id, d.title, d.status, d.pinned, d.current_version,
+                    v.summary_tokens, LENGTH(d.text) AS chars, v.val_score,
+                    COALESCE(json_array_length(v.flags), 0) AS flags,
+                    COALESCE(sug.n, 0) AS suggestions, COALESCE(ev.hits, 0) AS hits,
+                    COALESCE(ev.misses, 0) AS misses, COALESCE(jobs.n, 0) AS pending_jobs
+                FROM documents d
+                LEFT JOIN summary_versions v
+                    ON v.doc_id=d.doc_id AND v.version=d.current_version
+                LEFT JOIN ev ON ev.doc_id=d.doc_id
+                LEFT JOIN sug ON sug.doc_id=d.doc_id
+                LEFT JOIN jobs ON jobs.doc_id=d.doc_id
+            )
+            SELECT * FROM rows d WHERE {OVERVIEW_FILTERS[where]}"""
+        conn = self._conn()
+        total = int(conn.execute(f"SELECT COUNT(*) FROM ({base})").fetchone()[0])
+        rows = conn.execute(
+            f"{base} ORDER BY {OVERVIEW_SORTS[sort]} LIMIT ? OFFSET ?", (limit, offset)
+        ).fetchall()
+        return [
+            DocumentRow(
+                doc_id=r["doc_id"],
+                title=r["title"],
+                status=r["status"],
+                pinned=bool(r["pinned"]),
+                current_version=r["current_version"],
+                summary_tokens=r["summary_tokens"],
+                source_tokens=tokens_for_chars(r["chars"]),
+                val_score=r["val_score"],
+                flags=r["flags"],
+                suggestions=r["suggestions"],
+                hits=r["hits"],
+                misses=r["misses"],
+                pending_jobs=r["pending_jobs"],
+            )
+            for r in rows
+        ], total
 
 
 def _doc(row: sqlite3.Row) -> DocumentRecord:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 __all__ = [
     "estimate_tokens",
+    "tokens_for_chars",
     "split_sections",
     "split_sentences",
     "complete_sentences",
@@ -25,7 +26,12 @@ def estimate_tokens(text: str) -> int:
     Pass a real tokenizer's counter to :class:`~cos_integrations.ChainOfSummaries` where exact
     numbers matter; usage figures always come from the API, not from this estimate.
     """
-    return 0 if not text else int(len(text) / 3.6) + 1
+    return tokens_for_chars(len(text)) if text else 0
+
+
+def tokens_for_chars(chars: int) -> int:
+    """:func:`estimate_tokens` from a length alone (the store counts characters in SQL)."""
+    return int(chars / 3.6) + 1 if chars else 0
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

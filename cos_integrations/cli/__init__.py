@@ -1,8 +1,8 @@
-"""The ``cos`` command line: ingest, query, refine, serve-local, eval and the admin commands.
+"""The ``cos`` command line: ingest, query, refine, serve-local, eval, ui and the admin commands.
 
 Run ``cos --help`` or ``cos COMMAND --help``. Exit codes: 0 success, 1 some work failed
 (per-file errors, failed documents), 2 usage errors. The commands live in
-:mod:`.commands`, :mod:`.admin` and :mod:`.evaluate`, each on its own Typer app; this
+:mod:`.commands`, :mod:`.admin`, :mod:`.evaluate` and :mod:`.ui`, each on its own Typer app; this
 module joins them into one; what they share is in :mod:`.common`.
 
 Example:
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import typer
 
-from . import admin, commands, evaluate
+from . import admin, commands, evaluate, ui
 
 __all__ = ["app", "main"]
 
@@ -23,7 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-for _commands in (commands.app, evaluate.app, admin.app):
+for _commands in (commands.app, evaluate.app, admin.app, ui.app):
     app.add_typer(_commands)
 
 

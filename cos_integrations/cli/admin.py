@@ -11,7 +11,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..text import estimate_tokens
 from .common import IndexOpt, console, err, open_index
 
 __all__ = ["app"]
@@ -59,49 +58,78 @@ def review(index: IndexOpt = Path("index")) -> None:
             )
 
 
+UserOpt = Annotated[
+    str | None,
+    typer.Option("--user", help="Who acts, for the audit log (default: COS_USER or login)."),
+]
+
+
+def _act(fn, *args, **kw) -> None:
+    """Run an oversight action; a refused one is a clear error and exit code 1, an
+    unknown version exit code 2."""
+    from ..oversight import ActionRefused
+
+    try:
+        fn(*args, **kw)
+    except ActionRefused as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from exc
+    except KeyError as exc:  # an unknown version: bad input
+        err.print(f"[red]error:[/] {escape(str(exc.args[0]))}")
+        raise typer.Exit(2) from exc
+
+
+def _user(user: str | None) -> str:
+    from ..oversight import default_user
+
+    return user or default_user()
+
+
 @app.command()
 def pin(
     doc_id: Annotated[str, typer.Argument(help="Document id (see `cos review`).")],
     file: Annotated[Path, typer.Option("--file", "-f", help="The human summary (UTF-8 text).")],
     index: IndexOpt = Path("index"),
+    user: UserOpt = None,
 ) -> None:
     """Publish a human summary that refinement never overwrites (it only suggests)."""
-    from ..guard import summary_flags
+    from .. import oversight
 
     idx = open_index(index)
     doc = _doc_or_exit(idx, doc_id)
     text = file.read_text(encoding="utf-8").strip()
     if not text:
         raise typer.BadParameter(f"{file} is empty")
-    version = idx.store.publish_version(
-        doc_id,
-        text,
-        expected_version=doc.current_version,
-        created_by="human",
-        reason=f"pinned from {file.name}",
-        summary_tokens=estimate_tokens(text),
-        flags=summary_flags(text, doc.text),
-        force=True,
+    out: list[int] = []
+    _act(
+        lambda: out.append(
+            oversight.pin_summary(
+                idx,
+                doc_id,
+                text,
+                expected_version=doc.current_version,
+                user=_user(user),
+                reason=f"pinned from {file.name}",
+            )
+        )
     )
-    if version is None:
-        err.print("[red]error:[/] the summary changed meanwhile; run the command again")
-        raise typer.Exit(1)
-    idx.sync_document(doc_id)
-    console.print(f"{doc_id}: pinned as v{version}")
+    console.print(f"{doc_id}: pinned as v{out[0]}")
 
 
 @app.command()
-def unpin(doc_id: str, index: IndexOpt = Path("index")) -> None:
+def unpin(doc_id: str, index: IndexOpt = Path("index"), user: UserOpt = None) -> None:
     """Let refinement publish new versions of this document again."""
+    from .. import oversight
+
     idx = open_index(index)
     _doc_or_exit(idx, doc_id)
-    idx.store.set_pinned(doc_id, False)
+    _act(oversight.unpin, idx, doc_id, user=_user(user))
     console.print(f"{doc_id}: unpinned")
 
 
 @app.command()
 def history(doc_id: str, index: IndexOpt = Path("index")) -> None:
-    """Every summary version of a document, newest last."""
+    """Every summary version of a document, newest last, and the owners' actions on it."""
     idx = open_index(index)
     doc = _doc_or_exit(idx, doc_id)
     table = Table("version", "status", "by", "when", "val F1", "tokens", "reason", "flags")
@@ -114,44 +142,54 @@ def history(doc_id: str, index: IndexOpt = Path("index")) -> None:
             time.strftime("%Y-%m-%d %H:%M", time.localtime(v.created_at)),
             f"{v.val_score:.2f}" if v.val_score is not None else "-",
             str(v.summary_tokens),
-            v.reason[:60],
+            escape(v.reason[:60]),
             str(len(v.flags)),
         )
     console.print(table)
     console.print("* current")
+    for a in idx.store.actions(doc_id):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(a.at))
+        ver = f" v{a.version}" if a.version is not None else ""
+        console.print(f"  {when} {escape(a.user)}: {a.action}{ver} {escape(a.detail)}")
 
 
 @app.command()
-def revert(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
+def revert(
+    doc_id: str, version: int, index: IndexOpt = Path("index"), user: UserOpt = None
+) -> None:
     """Make an earlier version current again (and re-index it)."""
-    _set(index, doc_id, version, "reverted to")
+    from .. import oversight
+
+    idx = open_index(index)
+    _doc_or_exit(idx, doc_id)
+    _act(oversight.revert, idx, doc_id, version, user=_user(user))
+    console.print(f"{doc_id}: reverted to v{version}")
 
 
 @app.command()
-def accept(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
+def accept(
+    doc_id: str, version: int, index: IndexOpt = Path("index"), user: UserOpt = None
+) -> None:
     """Accept a suggested version of a pinned document."""
-    _set(index, doc_id, version, "accepted")
+    from .. import oversight
+
+    idx = open_index(index)
+    _doc_or_exit(idx, doc_id)
+    _act(oversight.accept, idx, doc_id, version, user=_user(user))
+    console.print(f"{doc_id}: accepted v{version}")
 
 
 @app.command()
-def reject(doc_id: str, version: int, index: IndexOpt = Path("index")) -> None:
+def reject(
+    doc_id: str, version: int, index: IndexOpt = Path("index"), user: UserOpt = None
+) -> None:
     """Reject a suggested version of a pinned document."""
+    from .. import oversight
+
     idx = open_index(index)
     _doc_or_exit(idx, doc_id)
-    idx.store.reject_version(doc_id, version)
+    _act(oversight.reject, idx, doc_id, version, user=_user(user))
     console.print(f"{doc_id}: v{version} rejected")
-
-
-def _set(index: Path, doc_id: str, version: int, verb: str) -> None:
-    idx = open_index(index)
-    _doc_or_exit(idx, doc_id)
-    try:
-        idx.store.set_current(doc_id, version)
-    except KeyError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc.args[0]))}")
-        raise typer.Exit(2) from exc
-    idx.sync_document(doc_id)
-    console.print(f"{doc_id}: {verb} v{version}")
 
 
 @app.command()
