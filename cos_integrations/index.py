@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 
 from . import __version__
 from .config import CoSConfig
+from .db import strip_password
 from .defaults import CALIBRATION_QUANTILE, DEFAULT_THRESHOLD
 from .embeddings import Embedder
 from .engine import ChainOfSummaries
@@ -96,6 +97,7 @@ class CoSIndex:
         chroma_url: str | None = None,
         chunk_words: int = 160,
         create: bool = True,
+        store_url: str | None = None,
     ) -> None:
         self.path = Path(path)
         manifest_path = self.path / MANIFEST
@@ -126,7 +128,15 @@ class CoSIndex:
         self.chunk_words = int((existing or {}).get("chunk_words", chunk_words))
         self._threshold: dict | None = (existing or {}).get("threshold")
         self.path.mkdir(parents=True, exist_ok=True)
-        self.store = SummaryStore(self.path / "cos.sqlite")
+        # the store: an explicit URL, else the manifest's (a server URL, recorded without
+        # its password), else the SQLite file in this directory
+        recorded = (existing or {}).get("store", "cos.sqlite")
+        if store_url is None and "://" in str(recorded):
+            store_url = recorded
+        self.store_url = store_url
+        self.store = SummaryStore(
+            store_url or (self.path / "cos.sqlite"), create=create or existing is None
+        )
         self.client = self._client()
         self.summaries = self.client.get_or_create_collection(
             SUMMARIES, configuration=_COSINE, embedding_function=None
@@ -167,6 +177,14 @@ class CoSIndex:
             flipped = Settings(anonymized_telemetry=not settings.anonymized_telemetry)
             return make(flipped)
 
+    def use_store(self, url: str) -> None:
+        """Point this index at another store (e.g. after ``cos migrate-store``) and record it
+        in the manifest, without its password."""
+        store = SummaryStore(url, create=False)
+        self.store.close()
+        self.store, self.store_url = store, url
+        self._write_manifest()
+
     def _write_manifest(self) -> None:
         manifest = {
             "format": "cos-index",
@@ -175,7 +193,7 @@ class CoSIndex:
             "embedding": {"name": self.embedder.name, "dim": self.embedder.dim},
             "config": self.config.model_dump(mode="json"),
             "config_hash": self.config.config_hash(),
-            "store": "cos.sqlite",
+            "store": strip_password(self.store_url) if self.store_url else "cos.sqlite",
             "chroma": {"url": self.chroma_url} if self.chroma_url else {"path": "."},
             "collections": {"summaries": SUMMARIES, "chunks": CHUNKS},
             "chunk_words": self.chunk_words,

@@ -15,10 +15,10 @@ Example:
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
 from .metrics import normalize_answer
 
@@ -45,10 +45,12 @@ class RefineJob:
 class RefineQueue:
     """Queue operations over the store's connection; the store provides the two hooks."""
 
-    def _conn(self) -> sqlite3.Connection:  # provided by the store
+    backend: Any  # provided by the store (cos_integrations.db.Backend)
+
+    def _conn(self) -> Any:  # provided by the store
         raise NotImplementedError
 
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:  # provided by the store
+    def _tx(self) -> AbstractContextManager[Any]:  # provided by the store
         raise NotImplementedError
 
     def enqueue(self, doc_id: str, query: str) -> int | None:
@@ -61,27 +63,30 @@ class RefineQueue:
                 "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?", (doc_id, norm)
             ).fetchone():
                 return None
+            # the open-job unique index makes a concurrent duplicate a no-op, not an error
             row = tx.execute(
-                "SELECT id FROM refine_jobs WHERE doc_id=? AND norm=?"
-                " AND status IN ('pending','leased')",
-                (doc_id, norm),
-            ).fetchone()
-            if row:
-                return int(row[0])
-            cur = tx.execute(
-                "INSERT INTO refine_jobs(doc_id, query, norm, status, created_at, updated_at)"
-                " VALUES(?,?,?,'pending',?,?)",
+                "INSERT OR IGNORE INTO refine_jobs(doc_id, query, norm, status, created_at,"
+                " updated_at) VALUES(?,?,?,'pending',?,?) RETURNING id",
                 (doc_id, query, norm, now, now),
-            )
-            return int(cur.lastrowid)
+            ).fetchone()
+            if row is None:
+                row = tx.execute(
+                    "SELECT id FROM refine_jobs WHERE doc_id=? AND norm=?"
+                    " AND status IN ('pending','leased')",
+                    (doc_id, norm),
+                ).fetchone()
+            return int(row[0])
 
     def lease(self, worker: str, *, lease_seconds: float = 600.0) -> RefineJob | None:
-        """Take the oldest pending job, or one whose lease expired (its worker died)."""
+        """Take the oldest pending job, or one whose lease expired (its worker died).
+        PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so workers never wait for or take the same
+        job; SQLite: the write transaction serialises them."""
         now = time.time()
         with self._tx() as tx:
             row = tx.execute(
                 "SELECT * FROM refine_jobs WHERE status='pending'"
-                " OR (status='leased' AND lease_until < ?) ORDER BY id LIMIT 1",
+                " OR (status='leased' AND lease_until < ?) ORDER BY id LIMIT 1"
+                + self.backend.skip_locked,
                 (now,),
             ).fetchone()
             if row is None:
@@ -192,7 +197,7 @@ class RefineQueue:
         )
 
 
-def _job(row: sqlite3.Row) -> RefineJob:
+def _job(row: Any) -> RefineJob:
     return RefineJob(
         id=row["id"],
         doc_id=row["doc_id"],

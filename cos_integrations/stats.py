@@ -62,11 +62,11 @@ _DAYS = """
 WITH src AS (
     SELECT doc_id, MAX(source_tokens) AS tokens FROM summary_versions GROUP BY doc_id
 )
-SELECT date(e.at, 'unixepoch', 'localtime') AS day, SUM(e.kind='hit') AS hits,
-    SUM(e.kind='miss') AS misses, COUNT(*) AS queries,
+SELECT {day} AS day, SUM(CASE WHEN e.kind='hit' THEN 1 ELSE 0 END) AS hits,
+    SUM(CASE WHEN e.kind='miss' THEN 1 ELSE 0 END) AS misses, COUNT(*) AS queries,
     SUM(e.context_tokens) AS context, COALESCE(SUM(src.tokens), 0) AS full_docs
 FROM events e LEFT JOIN src ON src.doc_id=e.doc_id
-GROUP BY day ORDER BY day
+GROUP BY 1 ORDER BY 1
 """
 
 
@@ -82,7 +82,7 @@ def compute_stats(store: SummaryStore) -> Stats:
                 r["doc_id"], r["src"], cur, r["build"], r["build"] / saving if saving > 0 else None
             )
         )
-    for r in store.query(_DAYS):
+    for r in store.query(_DAYS.format(day=store.backend.day("e.at"))):
         s.hits += r["hits"]
         s.misses += r["misses"]
         s.not_covered += r["queries"] - r["hits"] - r["misses"]

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from .db import Backend, StoreError, open_backend, redact_url
 from .questions import QAPair
 from .refine_queue import RefineJob, RefineQueue
 from .result import CoSResult
@@ -43,8 +43,9 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 
+_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
 _SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
     source TEXT NOT NULL DEFAULT '',
@@ -129,7 +130,7 @@ _SCHEMA_V2 = """
 CREATE TABLE IF NOT EXISTS actions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
-    user TEXT NOT NULL,
+    actor TEXT NOT NULL,
     action TEXT NOT NULL,
     doc_id TEXT,
     version INTEGER,
@@ -233,101 +234,78 @@ OVERVIEW_FILTERS: dict[str, str] = {
 
 
 class SummaryStore(RefineQueue):
-    """SQLite-backed durable state; safe across threads and processes (WAL, busy timeout)."""
+    """Durable state in SQLite (a file, WAL, busy timeout; the default) or PostgreSQL
+    (``postgresql://...``); safe across threads and processes on both.
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._memory_conn: sqlite3.Connection | None = None
-        self._migrate()
+    ``create=False`` refuses a database without the schema instead of creating it.
+    Connection problems, a missing or newer schema raise
+    :class:`~cos_integrations.db.StoreError` naming the URL without its password.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.backend = open_backend(path)
+        self.path = str(path) if self.backend.name == "sqlite" else redact_url(str(path))
+        self.url = self.backend.url
+        self._migrate(create)
 
     # ------------------------------------------------------------------ plumbing
-    def _conn(self) -> sqlite3.Connection:
-        if self.path == ":memory:":
-            if self._memory_conn is None:
-                self._memory_conn = sqlite3.connect(
-                    ":memory:", check_same_thread=False, isolation_level=None
-                )
-                self._memory_conn.row_factory = sqlite3.Row
-            return self._memory_conn
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            self._local.conn = conn
-        return conn
+    def _conn(self) -> Backend:
+        """Reads: the backend runs each statement on this thread's connection."""
+        return self.backend
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """An IMMEDIATE transaction: writers queue up instead of failing half-way."""
-        held = getattr(self._local, "lock_conn", None)
-        if held is not None:  # inside sync_lock: that transaction is ours already
-            yield held
-            return
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    def _tx(self) -> Iterator[Any]:
+        """A write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: with row locks)."""
+        with self.backend.transaction() as tx:
+            yield tx
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
-        """Hold the database's write lock (across processes) while vectors are rewritten,
-        so two workers never interleave the Chroma writes of different versions."""
-        if self.path == ":memory:":
+        """Hold a cross-process lock while vectors are rewritten, so two workers never
+        interleave the Chroma writes of different versions (SQLite: the write lock;
+        PostgreSQL: an advisory lock); the store's writes inside it join its transaction."""
+        with self.backend.lock():
             yield
-            return
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-        try:
-            conn.execute("PRAGMA busy_timeout=60000")
-            conn.execute("BEGIN IMMEDIATE")
-            self._local.lock_conn = conn
-            try:
-                yield
-            finally:
-                self._local.lock_conn = None
-                conn.execute("COMMIT")
-        finally:
-            conn.close()
 
-    def _migrate(self) -> None:
-        conn = self._conn()
-        conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        current = int(row[0]) if row else 0
+    def _migrate(self, create: bool) -> None:
+        exists = self.backend.has_table("meta")
+        if not exists and not create:
+            raise StoreError(
+                f"{self.path} has no cos-integrations schema; create the index with "
+                "`cos ingest`, or copy one there with `cos migrate-store`"
+            )
+        current = self._schema_version() if exists else 0
         if current > SCHEMA_VERSION:
-            raise RuntimeError(
+            raise StoreError(
                 f"{self.path} has schema version {current}, newer than this cos-integrations "
                 f"({SCHEMA_VERSION}); upgrade the package"
             )
-        for version in range(current + 1, SCHEMA_VERSION + 1):
-            with self._tx() as tx:
-                for stmt in _MIGRATIONS[version].split(";"):
-                    if stmt.strip():
-                        tx.execute(stmt)
+        if current == SCHEMA_VERSION:
+            return
+        with self.backend.lock() as tx:  # one process migrates; the others wait, then see it
+            for stmt in self.backend.ddl(_META):
+                tx.execute(stmt)
+            row = tx.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            current = int(row[0]) if row else 0
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for stmt in self.backend.ddl(_MIGRATIONS[version]):
+                    tx.execute(stmt)
                 tx.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                    "INSERT INTO meta(key, value) VALUES('schema_version', ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value=excluded.value",
                     (str(version),),
                 )
 
+    def _schema_version(self) -> int:
+        row = self._conn().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
     @property
     def schema_version(self) -> int:
-        row = self._conn().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        return int(row[0])
+        return self._schema_version()
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self.backend.close()
 
     # ------------------------------------------------------------------ documents
     def upsert_document(self, doc_id: str, text: str, *, source: str = "", title: str = "") -> bool:
@@ -335,16 +313,18 @@ class SummaryStore(RefineQueue):
         digest = content_hash(text)
         now = time.time()
         with self._tx() as tx:
-            row = tx.execute(
-                "SELECT content_hash FROM documents WHERE doc_id=?", (doc_id,)
+            new = tx.execute(
+                "INSERT OR IGNORE INTO documents(doc_id, source, title, content_hash, text,"
+                " status, created_at, updated_at) VALUES(?,?,?,?,?,'pending',?,?)"
+                " RETURNING doc_id",
+                (doc_id, source, title, digest, text, now, now),
             ).fetchone()
-            if row is None:
-                tx.execute(
-                    "INSERT INTO documents(doc_id, source, title, content_hash, text, status,"
-                    " created_at, updated_at) VALUES(?,?,?,?,?,'pending',?,?)",
-                    (doc_id, source, title, digest, text, now, now),
-                )
+            if new is not None:
                 return True
+            row = tx.execute(
+                "SELECT content_hash FROM documents WHERE doc_id=?" + self.backend.for_update,
+                (doc_id,),
+            ).fetchone()
             changed = row["content_hash"] != digest
             tx.execute(
                 "UPDATE documents SET source=?, title=?, content_hash=?, text=?, updated_at=?,"
@@ -374,7 +354,7 @@ class SummaryStore(RefineQueue):
             self._conn()
             .execute(
                 "SELECT d.content_hash AS dh, v.content_hash AS vh, v.config_hash AS ch,"
-                " v.created_by AS by FROM documents d JOIN summary_versions v"
+                " v.created_by AS creator FROM documents d JOIN summary_versions v"
                 " ON v.doc_id=d.doc_id AND v.version=d.current_version WHERE d.doc_id=?",
                 (doc_id,),
             )
@@ -382,7 +362,7 @@ class SummaryStore(RefineQueue):
         )
         if row is None or row["dh"] != text_hash or row["vh"] != text_hash:
             return False
-        return row["by"] in ("refine", "human") or row["ch"] == config_hash
+        return row["creator"] in ("refine", "human") or row["ch"] == config_hash
 
     def mark_failed(self, doc_id: str, error: str) -> None:
         with self._tx() as tx:
@@ -431,6 +411,7 @@ class SummaryStore(RefineQueue):
             raise KeyError(f"unknown document {doc_id!r}")
         best = result.best
         with self._tx() as tx:
+            self._lock_document(tx, doc_id)
             version = self._next_version(tx, doc_id)
             status = "suggested" if doc.pinned else "published"
             self._insert_version(
@@ -486,7 +467,8 @@ class SummaryStore(RefineQueue):
         """
         with self._tx() as tx:
             row = tx.execute(
-                "SELECT current_version, pinned, content_hash FROM documents WHERE doc_id=?",
+                "SELECT current_version, pinned, content_hash FROM documents WHERE doc_id=?"
+                + self.backend.for_update,
                 (doc_id,),
             ).fetchone()
             if row is None:
@@ -532,7 +514,9 @@ class SummaryStore(RefineQueue):
         with self._tx() as tx:
             if expected_version is not False:
                 row = tx.execute(
-                    "SELECT current_version FROM documents WHERE doc_id=?", (doc_id,)
+                    "SELECT current_version FROM documents WHERE doc_id=?"
+                    + self.backend.for_update,
+                    (doc_id,),
                 ).fetchone()
                 if row is None:
                     raise KeyError(f"unknown document {doc_id!r}")
@@ -595,8 +579,16 @@ class SummaryStore(RefineQueue):
         )
         return CoSResult.model_validate_json(row[0]) if row and row[0] else None
 
+    def _lock_document(self, tx: Any, doc_id: str) -> None:
+        """Serialise writers of one document's versions (PostgreSQL: a row lock; SQLite's
+        write transaction already does)."""
+        if self.backend.for_update:
+            tx.execute(
+                "SELECT 1 FROM documents WHERE doc_id=?" + self.backend.for_update, (doc_id,)
+            )
+
     @staticmethod
-    def _next_version(tx: sqlite3.Connection, doc_id: str) -> int:
+    def _next_version(tx: Any, doc_id: str) -> int:
         row = tx.execute(
             "SELECT COALESCE(MAX(version), 0) FROM summary_versions WHERE doc_id=?", (doc_id,)
         ).fetchone()
@@ -669,7 +661,7 @@ class SummaryStore(RefineQueue):
             return self._insert_question(tx, doc_id, pair)
 
     @staticmethod
-    def _insert_question(tx: sqlite3.Connection, doc_id: str, q: QAPair) -> bool:
+    def _insert_question(tx: Any, doc_id: str, q: QAPair) -> bool:
         cur = tx.execute(
             "INSERT OR IGNORE INTO questions(doc_id, question, norm, answers, split, origin,"
             " created_at) VALUES(?,?,?,?,?,?,?)",
@@ -692,14 +684,29 @@ class SummaryStore(RefineQueue):
         rows = self._conn().execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall()
         return {r[0]: r[1] for r in rows}
 
-    def query(self, sql: str, args: Sequence[object] = ()) -> list[sqlite3.Row]:
+    def copy_rows(self, table: str, rows: Sequence[Any]) -> int:
+        """Insert rows read from another store's ``table`` (same schema), keys included,
+        in one transaction; rows whose key exists are skipped. Returns how many were new."""
+        if not rows:
+            return 0
+        cols = list(rows[0].keys())
+        sql = (
+            f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) VALUES({', '.join('?' * len(cols))})"
+        )
+        copied = 0
+        with self._tx() as tx:
+            for row in rows:
+                copied += max(tx.execute(sql, tuple(row[c] for c in cols)).rowcount, 0)
+        return copied
+
+    def query(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
         """A read-only query of the store's tables (reports such as :mod:`.stats`)."""
         return self._conn().execute(sql, tuple(args)).fetchall()
 
-    def events(self) -> list[sqlite3.Row]:
+    def events(self) -> list[Any]:
         return self._conn().execute("SELECT * FROM events ORDER BY id").fetchall()
 
-    def recent_events(self, kind: str, limit: int = 50, offset: int = 0) -> list[sqlite3.Row]:
+    def recent_events(self, kind: str, limit: int = 50, offset: int = 0) -> list[Any]:
         """The newest events of one kind (``miss``, ``hit``, ``not_covered``)."""
         return (
             self._conn()
@@ -726,7 +733,7 @@ class SummaryStore(RefineQueue):
         """Append to the audit log (every owner action, from the CLI or the review page)."""
         with self._tx() as tx:
             tx.execute(
-                "INSERT INTO actions(at, user, action, doc_id, version, detail)"
+                "INSERT INTO actions(at, actor, action, doc_id, version, detail)"
                 " VALUES(?,?,?,?,?,?)",
                 (time.time(), user, action, doc_id, version, detail),
             )
@@ -737,7 +744,12 @@ class SummaryStore(RefineQueue):
         if doc_id is not None:
             sql, args = sql + " WHERE doc_id=?", (doc_id,)
         rows = self._conn().execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit))
-        return [Action(**dict(r)) for r in rows.fetchall()]
+        return [
+            Action(
+                r["id"], r["at"], r["actor"], r["action"], r["doc_id"], r["version"], r["detail"]
+            )
+            for r in rows.fetchall()
+        ]
 
     def document_rows(
         self, *, sort: str = "id", where: str = "all", limit: int = 50, offset: int = 0
@@ -750,7 +762,8 @@ class SummaryStore(RefineQueue):
             raise ValueError(f"filter must be one of {sorted(OVERVIEW_FILTERS)}, not {where!r}")
         base = f"""
             WITH ev AS (
-                SELECT doc_id, SUM(kind='hit') AS hits, SUM(kind='miss') AS misses
+                SELECT doc_id, SUM(CASE WHEN kind='hit' THEN 1 ELSE 0 END) AS hits,
+                    SUM(CASE WHEN kind='miss' THEN 1 ELSE 0 END) AS misses
                 FROM events GROUP BY doc_id
             ), sug AS (
                 SELECT doc_id, COUNT(*) AS n FROM summary_versions
@@ -758,10 +771,10 @@ class SummaryStore(RefineQueue):
             ), jobs AS (
                 SELECT doc_id, COUNT(*) AS n FROM refine_jobs
                 WHERE status IN ('pending', 'leased') GROUP BY doc_id
-            ), rows AS (
+            ), docrows AS (
                 SELECT d.doc_id, d.title, d.status, d.pinned, d.current_version,
                     v.summary_tokens, LENGTH(d.text) AS chars, v.val_score,
-                    COALESCE(json_array_length(v.flags), 0) AS flags,
+                    COALESCE({self.backend.json_len("v.flags")}, 0) AS flags,
                     COALESCE(sug.n, 0) AS suggestions, COALESCE(ev.hits, 0) AS hits,
                     COALESCE(ev.misses, 0) AS misses, COALESCE(jobs.n, 0) AS pending_jobs
                 FROM documents d
@@ -771,9 +784,9 @@ class SummaryStore(RefineQueue):
                 LEFT JOIN sug ON sug.doc_id=d.doc_id
                 LEFT JOIN jobs ON jobs.doc_id=d.doc_id
             )
-            SELECT * FROM rows d WHERE {OVERVIEW_FILTERS[where]}"""
+            SELECT * FROM docrows d WHERE {OVERVIEW_FILTERS[where]}"""
         conn = self._conn()
-        total = int(conn.execute(f"SELECT COUNT(*) FROM ({base})").fetchone()[0])
+        total = int(conn.execute(f"SELECT COUNT(*) FROM ({base}) AS page").fetchone()[0])
         rows = conn.execute(
             f"{base} ORDER BY {OVERVIEW_SORTS[sort]} LIMIT ? OFFSET ?", (limit, offset)
         ).fetchall()
@@ -797,7 +810,7 @@ class SummaryStore(RefineQueue):
         ], total
 
 
-def _doc(row: sqlite3.Row) -> DocumentRecord:
+def _doc(row: Any) -> DocumentRecord:
     return DocumentRecord(
         doc_id=row["doc_id"],
         source=row["source"],
@@ -813,7 +826,7 @@ def _doc(row: sqlite3.Row) -> DocumentRecord:
     )
 
 
-def _version(row: sqlite3.Row) -> SummaryVersion:
+def _version(row: Any) -> SummaryVersion:
     return SummaryVersion(
         doc_id=row["doc_id"],
         version=row["version"],

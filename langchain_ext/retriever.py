@@ -91,6 +91,8 @@ class CoSFallbackRetriever(BaseRetriever):
     verify_route: bool | None = DEFAULT_VERIFY_ROUTE
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
     chroma_url: str | None = None
+    # the store on a server (postgresql://...); None: the manifest's, else the index's file
+    store_url: str | None = Field(default=None, repr=False)
     cos_config: CoSConfig | None = None
     concurrency: int = 2
 
@@ -127,6 +129,7 @@ class CoSFallbackRetriever(BaseRetriever):
                 embedder=as_embedder(self._embeddings),
                 config=self.cos_config,
                 chroma_url=self.chroma_url,
+                store_url=self.store_url,
             )
         return self._index
 

@@ -75,12 +75,14 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
         config: CoSConfig | None = None,
         *,
         store_path: str | Path | None = None,
+        store_url: str | None = None,
         concurrency: int = 4,
         show_progress: bool = False,
     ) -> None:
         self.llm = llm
         self.config = config or CoSConfig()
-        self.store = SummaryStore(store_path or ":memory:")
+        # a SQLite path, or a sqlite:///... / postgresql://... URL
+        self.store = SummaryStore(store_url or store_path or ":memory:")
         self.concurrency = concurrency
         self.show_progress = show_progress
         self.last_report: IngestReport | None = None

@@ -166,6 +166,7 @@ class CoSFallbackRetriever(BaseRetriever):
         llm: Any = None,
         embed_model: Any = None,
         chroma_url: str | None = None,
+        store_url: str | None = None,
         **kwargs: Any,
     ) -> CoSFallbackRetriever:
         """Open an index the LlamaIndex way: ``llm`` and ``embed_model`` default to
@@ -197,7 +198,12 @@ class CoSFallbackRetriever(BaseRetriever):
                 except ValueError:
                     embed_model = None  # the core's default, e5
         return cls.from_persist_dir(
-            persist_dir, llm=llm, embed_model=embed_model, chroma_url=chroma_url, **kwargs
+            persist_dir,
+            llm=llm,
+            embed_model=embed_model,
+            chroma_url=chroma_url,
+            store_url=store_url,
+            **kwargs,
         )
 
     @classmethod
@@ -208,10 +214,17 @@ class CoSFallbackRetriever(BaseRetriever):
         llm: Any = None,
         embed_model: Any = None,
         chroma_url: str | None = None,
+        store_url: str | None = None,
         **kwargs: Any,
     ) -> CoSFallbackRetriever:
-        """Reopen an index written by ``cos ingest`` or by a pipeline with the transform."""
-        index = CoSIndex(persist_dir, embedder=as_embedder(embed_model), chroma_url=chroma_url)
+        """Reopen an index written by ``cos ingest`` or by a pipeline with the transform
+        (``store_url``: its store on a server, else the manifest's or the index's file)."""
+        index = CoSIndex(
+            persist_dir,
+            embedder=as_embedder(embed_model),
+            chroma_url=chroma_url,
+            store_url=store_url,
+        )
         return cls(index, llm=llm, **kwargs)
 
     @property

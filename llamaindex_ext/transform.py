@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations._sync import run_sync
+from cos_integrations.db import strip_password
 from cos_integrations.ingest import (
     CoSIngestError,
     IngestReport,
@@ -96,7 +97,9 @@ class CoSSummaryTransform(TransformComponent):
     )
     store_path: str | None = Field(
         default=None,
-        description="SQLite store of summaries, versions and question banks (None: in memory).",
+        description="The store of summaries, versions and question banks: a SQLite path, "
+        "or a sqlite:///... or postgresql://... URL (recorded without its password; "
+        "store_url= passes one with it); None: in memory.",
     )
 
     _llm: Any = PrivateAttr(default=None)
@@ -104,6 +107,7 @@ class CoSSummaryTransform(TransformComponent):
     _concurrency: int = PrivateAttr(default=4)
     _show_progress: bool = PrivateAttr(default=False)
     _last_report: Any = PrivateAttr(default=None)
+    _store_url: str | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -111,11 +115,15 @@ class CoSSummaryTransform(TransformComponent):
         *,
         concurrency: int = 4,
         show_progress: bool = False,
+        store_url: str | None = None,
         **data: Any,
     ) -> None:
-        if data.get("store_path") is not None:
-            data["store_path"] = str(data["store_path"])
+        # a password never reaches the field (fields are part of pipeline cache keys)
+        url = store_url or data.get("store_path")
+        if url is not None:
+            data["store_path"] = strip_password(str(url))
         super().__init__(**data)
+        self._store_url = str(url) if url is not None else None
         self._llm = llm
         self._concurrency = concurrency
         self._show_progress = show_progress
@@ -127,9 +135,10 @@ class CoSSummaryTransform(TransformComponent):
     @property
     def store(self) -> SummaryStore:
         if self._store is None:
-            if self.store_path:
-                Path(self.store_path).parent.mkdir(parents=True, exist_ok=True)
-            self._store = SummaryStore(self.store_path or ":memory:")
+            target = self._store_url or self.store_path
+            if target and "://" not in target:
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+            self._store = SummaryStore(target or ":memory:")
         return self._store
 
     @property

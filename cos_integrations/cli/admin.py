@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .common import IndexOpt, console, err, open_index
+from .common import IndexOpt, StoreUrlOpt, console, err, open_index
 
 __all__ = ["app"]
 
@@ -29,9 +29,9 @@ def _doc_or_exit(idx, doc_id: str):
 
 
 @app.command()
-def review(index: IndexOpt = Path("index")) -> None:
+def review(index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> None:
     """Documents with their current summary, scores, flags, suggestions and pending jobs."""
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     pending: dict[str, int] = {}
     for job in idx.store.jobs("pending"):
         pending[job.doc_id] = pending.get(job.doc_id, 0) + 1
@@ -90,12 +90,13 @@ def pin(
     doc_id: Annotated[str, typer.Argument(help="Document id (see `cos review`).")],
     file: Annotated[Path, typer.Option("--file", "-f", help="The human summary (UTF-8 text).")],
     index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
     user: UserOpt = None,
 ) -> None:
     """Publish a human summary that refinement never overwrites (it only suggests)."""
     from .. import oversight
 
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     doc = _doc_or_exit(idx, doc_id)
     text = file.read_text(encoding="utf-8").strip()
     if not text:
@@ -117,20 +118,25 @@ def pin(
 
 
 @app.command()
-def unpin(doc_id: str, index: IndexOpt = Path("index"), user: UserOpt = None) -> None:
+def unpin(
+    doc_id: str,
+    index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
+    user: UserOpt = None,
+) -> None:
     """Let refinement publish new versions of this document again."""
     from .. import oversight
 
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     _doc_or_exit(idx, doc_id)
     _act(oversight.unpin, idx, doc_id, user=_user(user))
     console.print(f"{doc_id}: unpinned")
 
 
 @app.command()
-def history(doc_id: str, index: IndexOpt = Path("index")) -> None:
+def history(doc_id: str, index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> None:
     """Every summary version of a document, newest last, and the owners' actions on it."""
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     doc = _doc_or_exit(idx, doc_id)
     table = Table("version", "status", "by", "when", "val F1", "tokens", "reason", "flags")
     for v in idx.store.versions(doc_id):
@@ -155,12 +161,16 @@ def history(doc_id: str, index: IndexOpt = Path("index")) -> None:
 
 @app.command()
 def revert(
-    doc_id: str, version: int, index: IndexOpt = Path("index"), user: UserOpt = None
+    doc_id: str,
+    version: int,
+    index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
+    user: UserOpt = None,
 ) -> None:
     """Make an earlier version current again (and re-index it)."""
     from .. import oversight
 
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     _doc_or_exit(idx, doc_id)
     _act(oversight.revert, idx, doc_id, version, user=_user(user))
     console.print(f"{doc_id}: reverted to v{version}")
@@ -168,12 +178,16 @@ def revert(
 
 @app.command()
 def accept(
-    doc_id: str, version: int, index: IndexOpt = Path("index"), user: UserOpt = None
+    doc_id: str,
+    version: int,
+    index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
+    user: UserOpt = None,
 ) -> None:
     """Accept a suggested version of a pinned document."""
     from .. import oversight
 
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     _doc_or_exit(idx, doc_id)
     _act(oversight.accept, idx, doc_id, version, user=_user(user))
     console.print(f"{doc_id}: accepted v{version}")
@@ -181,23 +195,27 @@ def accept(
 
 @app.command()
 def reject(
-    doc_id: str, version: int, index: IndexOpt = Path("index"), user: UserOpt = None
+    doc_id: str,
+    version: int,
+    index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
+    user: UserOpt = None,
 ) -> None:
     """Reject a suggested version of a pinned document."""
     from .. import oversight
 
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     _doc_or_exit(idx, doc_id)
     _act(oversight.reject, idx, doc_id, version, user=_user(user))
     console.print(f"{doc_id}: v{version} rejected")
 
 
 @app.command()
-def stats(index: IndexOpt = Path("index")) -> None:
+def stats(index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> None:
     """Hits, misses, hit rate per day, tokens saved and break-even query counts."""
     from ..stats import compute_stats
 
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     s = compute_stats(idx.store)
     console.print(
         f"queries {s.queries}: hits {s.hits}, misses {s.misses}, not covered "
@@ -227,6 +245,7 @@ def stats(index: IndexOpt = Path("index")) -> None:
 def export_llms_txt(
     title: Annotated[str, typer.Option(help="H1 title of the file.")],
     index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
     description: Annotated[str | None, typer.Option(help="The blockquote summary.")] = None,
     out: Annotated[Path, typer.Option(help="Where to write llms.txt.")] = Path("llms.txt"),
     base_url: Annotated[
@@ -239,7 +258,7 @@ def export_llms_txt(
     """Write llms.txt (llmstxt.org) and llms-full.txt from the current summaries."""
     from ..export import Entry, render_llms_full, render_llms_txt, write_pages
 
-    idx = open_index(index)
+    idx = open_index(index, store_url=store_url)
     entries = []
     for doc in idx.store.documents():
         cur = idx.store.current_summary(doc.doc_id)
@@ -255,3 +274,45 @@ def export_llms_txt(
     if per_page:
         pages = write_pages(per_page, entries)
         console.print(f"wrote {len(pages)} pages to {per_page}")
+
+
+@app.command("migrate-store")
+def migrate_store(
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="The destination store URL (postgresql://USER[:PASSWORD]@HOST[:PORT]/DB).",
+            show_default=False,
+        ),
+    ],
+    index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
+    switch: Annotated[
+        bool,
+        typer.Option(
+            "--switch", help="Then record the new store in the index's manifest (no password)."
+        ),
+    ] = False,
+) -> None:
+    """Copy an index's store (its SQLite file by default) into another database; idempotent,
+    verified (row counts, current versions), the source only read."""
+    from ..db import StoreError, redact_url
+    from ..migrate import copy_store
+    from ..store import SummaryStore
+
+    idx = open_index(index, store_url=store_url)
+    try:
+        dst = SummaryStore(to, create=True)
+        report = copy_store(idx.store, dst)
+    except StoreError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    for table, n in report.source.items():
+        console.print(f"  {table}: {n} rows ({report.copied[table]} copied now)")
+    console.print(f"verified: {redact_url(to)} matches {idx.store.path}")
+    if switch:
+        idx.use_store(to)
+        console.print(f"{idx.path}: the manifest now names {redact_url(to)} as its store")
+    else:
+        console.print("use it with --store-url (or COS_STORE_URL), or run again with --switch")

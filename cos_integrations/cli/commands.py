@@ -28,6 +28,7 @@ from .common import (
     ModelOpt,
     RejectEchoOpt,
     RequireSupportOpt,
+    StoreUrlOpt,
     ThresholdOpt,
     VerifyChunkOpt,
     VerifyRouteOpt,
@@ -48,6 +49,7 @@ app = typer.Typer()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (recursive).")],
     index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
     preset: Annotated[str, typer.Option(help=f"One of {sorted(PRESET_NAMES)}.")] = "default",
     strategy: Annotated[
         str | None, typer.Option(help="cos, cos-draft, density, zero-shot or mini.")
@@ -84,6 +86,7 @@ def ingest(
     idx = open_index(
         index,
         chroma_url=chroma_url,
+        store_url=store_url,
         create=True,
         config=config,
         embedder=make_embedder(embedder) if not (index / "manifest.json").exists() else None,
@@ -164,6 +167,7 @@ def _print_ingest(report, idx) -> None:
 def query(
     text: Annotated[str, typer.Argument(help="The question.")],
     index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Results to return.")] = 3,
     answer: Annotated[
         bool, typer.Option("--answer", help="Answer from what was retrieved.")
@@ -188,7 +192,7 @@ def query(
     from ..runtime import open_model
 
     setup_logging(verbose)
-    idx = open_index(index, chroma_url=chroma_url)
+    idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     judge = judge or ("llm" if answer else "score")
     if judge not in ("score", "llm"):
         raise typer.BadParameter("judge must be score or llm")
@@ -247,6 +251,7 @@ def query(
 @app.command()
 def refine(
     index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
     once: Annotated[
         bool, typer.Option("--once", hidden=True, help="Process the queue, then exit (default).")
     ] = False,
@@ -290,7 +295,7 @@ def refine(
         procs = [subprocess.Popen(args) for _ in range(workers)]
         codes = [p.wait() for p in procs]
         raise typer.Exit(max(codes))
-    idx = open_index(index, chroma_url=chroma_url)
+    idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     pending = idx.store.jobs("pending")
     if not pending and not watch:
         console.print("no pending refine jobs")

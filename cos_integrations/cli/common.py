@@ -20,6 +20,7 @@ __all__ = [
     "BaseUrlOpt",
     "LocalOpt",
     "ChromaOpt",
+    "StoreUrlOpt",
     "ThresholdOpt",
     "HitContextOpt",
     "RejectEchoOpt",
@@ -54,6 +55,18 @@ LocalOpt = Annotated[
 ChromaOpt = Annotated[
     str | None,
     typer.Option("--chroma-url", help="Use a Chroma server (http://HOST:PORT) for vectors."),
+]
+
+StoreUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store-url",
+        envvar="COS_STORE_URL",
+        help="The store: sqlite:///PATH (default: a file in the index) or "
+        "postgresql://USER@HOST/DB (password from the URL, PGPASSWORD or ~/.pgpass; "
+        "never written to the index). Or COS_STORE_URL.",
+        show_default=False,
+    ),
 ]
 
 # The hit rule's options, shared by `cos query` and `cos eval` (defaults: cos_integrations.defaults)
@@ -111,13 +124,23 @@ def make_embedder(kind: str):
     raise typer.BadParameter(f"unknown embedder {kind!r}: use e5 or hashing")
 
 
-def open_index(index: Path, *, chroma_url: str | None = None, create: bool = False, **kw):
-    """Open (or with ``create`` make) the index at ``index``; a missing one exits with 2."""
+def open_index(
+    index: Path,
+    *,
+    chroma_url: str | None = None,
+    create: bool = False,
+    store_url: str | None = None,
+    **kw,
+):
+    """Open (or with ``create`` make) the index at ``index``; a missing index, a store that
+    cannot be opened (unreachable, wrong password, no schema, newer schema) exits with 2,
+    with one line naming the store URL without its password."""
+    from ..db import StoreError
     from ..index import CoSIndex
 
     try:
-        return CoSIndex(index, chroma_url=chroma_url, create=create, **kw)
-    except FileNotFoundError as exc:
+        return CoSIndex(index, chroma_url=chroma_url, create=create, store_url=store_url, **kw)
+    except (FileNotFoundError, StoreError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
 

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from .common import ChromaOpt, IndexOpt, console, err, open_index
+from .common import ChromaOpt, IndexOpt, StoreUrlOpt, console, err, open_index
 
 __all__ = ["app", "is_loopback"]
 
@@ -32,6 +32,7 @@ def is_loopback(host: str) -> bool:
 @app.command()
 def ui(
     index: IndexOpt = Path("index"),
+    store_url: StoreUrlOpt = None,
     host: Annotated[
         str, typer.Option(help="Address to bind (other than loopback: needs a token).")
     ] = "127.0.0.1",
@@ -70,7 +71,7 @@ def ui(
             "pip install 'cos-integrations[ui]'"
         )
         raise typer.Exit(2) from exc
-    idx = open_index(index, chroma_url=chroma_url)
+    idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     try:  # a port in use is a clear error, not a traceback
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

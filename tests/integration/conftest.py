@@ -1,11 +1,7 @@
-"""Integration fixtures: the embedded llama.cpp server (smoke model) and a Chroma server."""
+"""Integration fixtures: the embedded llama.cpp server (smoke model); the Chroma server is
+in tests/conftest.py (the reliability suite uses it too)."""
 
 import os
-import shutil
-import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -35,47 +31,3 @@ def smoke_server():
         pytest.fail("the smoke model is not installed: run `make install-smoke`")
     with LocalModelServer("smoke", n_ctx=4096) as server:
         yield server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def chroma_server(tmp_path):
-    exe = shutil.which("chroma") or str(Path(os.sys.executable).parent / "chroma")
-    port = free_port()
-    log = open(tmp_path / "chroma.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            exe,
-            "run",
-            "--path",
-            str(tmp_path / "chroma-data"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError((tmp_path / "chroma.log").read_text()) from None
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        raise RuntimeError("chroma server did not start")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
-    log.close()

@@ -1,16 +1,23 @@
-"""Several refine worker processes on one store: no job done twice, no lost version."""
+"""Several refine worker processes on one store: no job done twice, no lost version; on
+SQLite with Chroma on disk, and on PostgreSQL with a Chroma server (`chroma run`)."""
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
+from urllib.parse import urlsplit
 
+import pytest
 from fakes import ScriptedFakeModel, make_document
 from openai_server import FakeOpenAIServer
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.embeddings import HashingEmbedder
+from cos_integrations.index import CoSIndex
 from cos_integrations.loaders import SourceDocument
 
 WORKER = textwrap.dedent(
@@ -30,7 +37,27 @@ WORKER = textwrap.dedent(
 )
 
 
-def test_four_workers_on_overlapping_jobs(index):
+@pytest.fixture(params=["sqlite", "postgresql+chroma-server"])
+def stack(request, tmp_path):
+    """The index, and the environment its worker processes need."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("index"), dict(os.environ)
+    url = request.getfixturevalue("postgres_url")
+    chroma = request.getfixturevalue("chroma_server")
+    idx = CoSIndex(
+        tmp_path / "pg-index",
+        embedder=HashingEmbedder(256),
+        config=CoSConfig.fast(),
+        store_url=url,
+        chroma_url=chroma,
+    )
+    assert "cos-test-pw" not in (idx.path / "manifest.json").read_text()
+    # the workers find the store in the manifest; its password comes from the environment
+    return idx, {**os.environ, "PGPASSWORD": urlsplit(url).password}
+
+
+def test_four_workers_on_overlapping_jobs(stack):
+    index, env = stack
     engine = ChainOfSummaries(ScriptedFakeModel(thesis_facts=1), CoSConfig.fast(iterations=0))
     topics = ["lease", "garden", "parking"]
     docs = [SourceDocument(doc_id=t, text=make_document(14, topic=t)) for t in topics]
@@ -43,15 +70,20 @@ def test_four_workers_on_overlapping_jobs(index):
             job_ids.add(store.enqueue(t, f"what is the {t} item {i}"))  # duplicate: same job
     assert len(job_ids) == 15
     with FakeOpenAIServer(ScriptedFakeModel(thesis_facts=1)) as srv:
+        t0 = time.perf_counter()
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", WORKER, str(index.path), srv.base_url, f"w{i}"],
                 stdout=subprocess.PIPE,
                 text=True,
+                env=env,
             )
             for i in range(4)
         ]
         outs = [p.communicate(timeout=300)[0] for p in procs]
+        print(
+            f"\n{index.store.backend.name}: 4 workers, 15 jobs in {time.perf_counter() - t0:.1f} s"
+        )
         assert all(p.returncode == 0 for p in procs)
     outcomes = [json.loads(line) for out in outs for line in out.splitlines() if line.strip()]
     finals = [o for o in outcomes if o["status"] in ("published", "rejected", "not_in_source")]

@@ -112,15 +112,25 @@ def test_bank_marks_questions_pass_or_fail_for_the_current_version(filled):
     store = filled.store
     store.add_question(
         "docs/lease.md",
-        QAPair(question="Owner asks: which value has lease item 0?", answers=["value 0a"], origin="human"),
+        QAPair(
+            question="Owner asks: which value has lease item 0?",
+            answers=["value 0a"],
+            origin="human",
+        ),
     )
     store.add_question(
         "docs/lease.md",
-        QAPair(question="Owner asks: which value has lease item 5?", answers=["value 5f"], origin="miss"),
+        QAPair(
+            question="Owner asks: which value has lease item 5?",
+            answers=["value 5f"],
+            origin="miss",
+        ),
     )
     view = oversight.document_view(filled, "docs/lease.md")
     by_q = {q.question: q for q in view.bank}
-    assert by_q["Owner asks: which value has lease item 0?"].passed  # the thesis holds items 0 and 1
+    assert by_q[
+        "Owner asks: which value has lease item 0?"
+    ].passed  # the thesis holds items 0 and 1
     assert not by_q["Owner asks: which value has lease item 5?"].passed
     html = page(client(filled), "/doc/docs%2Flease.md")
     assert "Owner asks: which value has lease item 5?" in html and "miss" in html
