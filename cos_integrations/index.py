@@ -129,10 +129,15 @@ class CoSIndex:
         self._threshold: dict | None = (existing or {}).get("threshold")
         self.path.mkdir(parents=True, exist_ok=True)
         # the store: an explicit URL, else the manifest's (a server URL, recorded without
-        # its password), else the SQLite file in this directory
+        # its password), else the SQLite file in this directory. The manifest keeps what it
+        # recorded when the index was made (or by use_store): opening it once with another
+        # store_url does not repoint it.
         recorded = (existing or {}).get("store", "cos.sqlite")
         if store_url is None and "://" in str(recorded):
             store_url = recorded
+        if existing is None:
+            recorded = strip_password(store_url) if store_url else "cos.sqlite"
+        self._recorded_store = recorded
         self.store_url = store_url
         self.store = SummaryStore(
             store_url or (self.path / "cos.sqlite"), create=create or existing is None
@@ -183,6 +188,7 @@ class CoSIndex:
         store = SummaryStore(url, create=False)
         self.store.close()
         self.store, self.store_url = store, url
+        self._recorded_store = strip_password(url)
         self._write_manifest()
 
     def _write_manifest(self) -> None:
@@ -193,7 +199,7 @@ class CoSIndex:
             "embedding": {"name": self.embedder.name, "dim": self.embedder.dim},
             "config": self.config.model_dump(mode="json"),
             "config_hash": self.config.config_hash(),
-            "store": strip_password(self.store_url) if self.store_url else "cos.sqlite",
+            "store": self._recorded_store,
             "chroma": {"url": self.chroma_url} if self.chroma_url else {"path": "."},
             "collections": {"summaries": SUMMARIES, "chunks": CHUNKS},
             "chunk_words": self.chunk_words,

@@ -5,6 +5,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from fakes import ScriptedFakeModel
@@ -104,3 +105,23 @@ def chroma_server(tmp_path):
     proc.terminate()
     proc.wait(timeout=20)
     log.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql+chroma-server"])
+def stack(request, tmp_path):
+    """An index on each stack: SQLite with Chroma on disk, PostgreSQL with a Chroma server;
+    and the environment a process opening it needs (the store's password)."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("index"), dict(os.environ)
+    url = request.getfixturevalue("postgres_url")
+    chroma = request.getfixturevalue("chroma_server")
+    idx = CoSIndex(
+        tmp_path / "pg-index",
+        embedder=HashingEmbedder(256),
+        config=CoSConfig.fast(),
+        store_url=url,
+        chroma_url=chroma,
+    )
+    assert "cos-test-pw" not in (idx.path / "manifest.json").read_text()
+    # the workers find the store in the manifest; its password comes from the environment
+    return idx, {**os.environ, "PGPASSWORD": urlsplit(url).password}

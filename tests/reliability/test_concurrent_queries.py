@@ -1,4 +1,5 @@
-"""Queries during ingestion and refinement never fail and never miss a summary vector."""
+"""Queries during ingestion and refinement never fail and never miss a summary vector (on
+SQLite with Chroma on disk, and on PostgreSQL with a Chroma server)."""
 
 import asyncio
 import threading
@@ -12,7 +13,8 @@ from cos_integrations.retrieval import FallbackRetriever
 FIRST = ["lease", "garden", "parking"]
 
 
-def test_queries_while_ingesting_and_publishing(index):
+def test_queries_while_ingesting_and_publishing(stack):
+    index, _ = stack
     engine = ChainOfSummaries(ScriptedFakeModel(), CoSConfig.fast(iterations=0))
     asyncio.run(
         index.aingest(

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from urllib.parse import urlsplit
 
 import pytest
 from fakes import ScriptedFakeModel, make_document
@@ -27,7 +28,19 @@ def folder(tmp_path):
     return d
 
 
-def ingest(folder, index, url, kill_at=None):
+@pytest.fixture(params=["sqlite", "postgresql+chroma-server"])
+def where(request, monkeypatch):
+    """Extra `cos ingest` options for the stack under test (none: SQLite, Chroma on disk);
+    with PostgreSQL the test process itself reopens the index from its manifest, so the
+    password comes from the environment, as it would for any later command."""
+    if request.param == "sqlite":
+        return []
+    url = request.getfixturevalue("postgres_url")
+    monkeypatch.setenv("PGPASSWORD", urlsplit(url).password)
+    return ["--store-url", url, "--chroma-url", request.getfixturevalue("chroma_server")]
+
+
+def ingest(folder, index, url, kill_at=None, extra=()):
     env = {**os.environ, "COS_BASE_URL": url, "OPENAI_API_KEY": "sk-test"}
     env.pop("COS_FAULT_KILL_AT", None)
     if kill_at:
@@ -47,6 +60,7 @@ def ingest(folder, index, url, kill_at=None):
             "fast",
             "--concurrency",
             "1",
+            *extra,
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -81,15 +95,15 @@ def model_docs(srv, start=0):
 
 
 @pytest.mark.parametrize("point", ["after_store_commit", "during_chunk_write"])
-def test_killed_at_a_write_point_then_resumed(folder, tmp_path, point):
+def test_killed_at_a_write_point_then_resumed(folder, tmp_path, point, where):
     with FakeOpenAIServer(ScriptedFakeModel()) as srv:
-        first = ingest(folder, tmp_path / "ix", srv.base_url, kill_at=point)
+        first = ingest(folder, tmp_path / "ix", srv.base_url, kill_at=point, extra=where)
         out, _ = first.communicate(timeout=300)
         assert first.returncode == -signal.SIGKILL, out
         done_before = model_docs(srv)
         assert len(done_before) == 1  # killed while writing the first document
         mark = len(srv.requests)
-        second = ingest(folder, tmp_path / "ix", srv.base_url)
+        second = ingest(folder, tmp_path / "ix", srv.base_url, extra=where)
         out, _ = second.communicate(timeout=300)
         assert second.returncode == 0, out
         redone = model_docs(srv, mark)
@@ -97,6 +111,9 @@ def test_killed_at_a_write_point_then_resumed(folder, tmp_path, point):
     # the document whose summary was committed is not summarised again
     assert sorted(redone) == sorted(set(TOPICS) - set(done_before))
     check_index(tmp_path / "ix")
+    if where:  # it ran on PostgreSQL and the Chroma server, not on local files
+        assert not (tmp_path / "ix" / "cos.sqlite").exists()
+        assert CoSIndex(tmp_path / "ix", create=False).store.backend.name == "postgresql"
 
 
 def test_killed_during_summarisation_then_resumed(folder, tmp_path):

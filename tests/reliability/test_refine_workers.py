@@ -3,21 +3,16 @@ SQLite with Chroma on disk, and on PostgreSQL with a Chroma server (`chroma run`
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import textwrap
 import time
 from collections import Counter
-from urllib.parse import urlsplit
 
-import pytest
 from fakes import ScriptedFakeModel, make_document
 from openai_server import FakeOpenAIServer
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.index import CoSIndex
 from cos_integrations.loaders import SourceDocument
 
 WORKER = textwrap.dedent(
@@ -35,25 +30,6 @@ WORKER = textwrap.dedent(
                           "version": o.version, "worker": sys.argv[3]}), flush=True)
     """
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql+chroma-server"])
-def stack(request, tmp_path):
-    """The index, and the environment its worker processes need."""
-    if request.param == "sqlite":
-        return request.getfixturevalue("index"), dict(os.environ)
-    url = request.getfixturevalue("postgres_url")
-    chroma = request.getfixturevalue("chroma_server")
-    idx = CoSIndex(
-        tmp_path / "pg-index",
-        embedder=HashingEmbedder(256),
-        config=CoSConfig.fast(),
-        store_url=url,
-        chroma_url=chroma,
-    )
-    assert "cos-test-pw" not in (idx.path / "manifest.json").read_text()
-    # the workers find the store in the manifest; its password comes from the environment
-    return idx, {**os.environ, "PGPASSWORD": urlsplit(url).password}
 
 
 def test_four_workers_on_overlapping_jobs(stack):

@@ -1,0 +1,234 @@
+"""The store's behaviour on both backends (a SQLite file, a real PostgreSQL database), the
+bad-input paths of a store URL, and `cos migrate-store`."""
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+from fakes import ScriptedFakeModel, make_document
+
+from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.db import StoreError, redact_url
+from cos_integrations.embeddings import HashingEmbedder
+from cos_integrations.index import CoSIndex
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.questions import QAPair
+from cos_integrations.stats import compute_stats
+from cos_integrations.store import SCHEMA_VERSION, SummaryStore
+
+
+@pytest.fixture
+def store(store_url):
+    s = SummaryStore(store_url)
+    yield s
+    s.close()
+
+
+def test_documents_versions_and_compare_and_swap(store):
+    assert store.schema_version == SCHEMA_VERSION
+    assert store.upsert_document("d1", "Rent is due on the 5th.", source="lease.txt", title="L")
+    assert not store.upsert_document("d1", "Rent is due on the 5th.", source="lease.txt")
+    assert store.upsert_document("d1", "Rent is due on the 6th.", source="lease.txt")
+    assert store.get_document("d1").status == "pending" and store.get_document("nope") is None
+    v1 = store.publish_version("d1", "Rent: 6th.", expected_version=None, created_by="cos")
+    assert v1 == 1
+    assert store.publish_version("d1", "lost", expected_version=None, created_by="cos") is None
+    v2 = store.publish_version("d1", "Rent: the 6th.", expected_version=1, created_by="human")
+    assert v2 == 2 and store.get_document("d1").pinned  # a human version pins
+    v3 = store.publish_version("d1", "Refined.", expected_version=2, created_by="refine")
+    assert store.current_summary("d1").version == 2  # pinned: a suggestion
+    assert [v.status for v in store.versions("d1")] == ["published", "published", "suggested"]
+    assert not store.set_current("d1", v3, expected_version=1)  # stale: refused
+    assert store.set_current("d1", v3, expected_version=2)
+    assert store.current_summary("d1").text == "Refined."
+    with pytest.raises(KeyError):
+        store.set_current("d1", 99)
+    assert store.is_current("d1", store.get_document("d1").content_hash, "any")  # refine's
+
+
+def test_questions_events_stats_overview_and_audit(store):
+    store.upsert_document("d1", "x " * 400, title="One")
+    store.upsert_document("d2", "y " * 40, title="Two")
+    store.publish_version("d1", "S1", expected_version=None, created_by="cos", flags=["f"])
+    q = QAPair(question="When is rent due?", answers=["the 5th"], origin="human")
+    assert store.add_question("d1", q) and not store.add_question("d1", q)
+    assert [x.question for x in store.questions("d1")] == ["When is rent due?"]
+    for kind, doc in [("hit", "d1"), ("miss", "d2"), ("miss", "d2"), ("not_covered", "d2")]:
+        store.record_event(kind, doc, f"{kind} query", context_tokens=10)
+    assert store.event_counts() == {"hit": 1, "miss": 2, "not_covered": 1}
+    assert [e["query"] for e in store.recent_events("miss", 1)] == ["miss query"]
+    s = compute_stats(store)
+    assert (s.hits, s.misses, s.not_covered) == (1, 2, 1)
+    assert list(s.per_day.values()) == [(1, 4)]
+    rows, total = store.document_rows(sort="missed")
+    assert total == 2 and [r.doc_id for r in rows] == ["d2", "d1"]
+    assert rows[1].flags == 1 and rows[1].current_version == 1 and rows[0].misses == 2
+    assert store.document_rows(where="flagged")[1] == 1
+    store.record_action("ana", "pin", "d1", 1, "why")
+    (a,) = store.actions("d1")
+    assert (a.user, a.action, a.version, a.detail) == ("ana", "pin", 1, "why")
+
+
+def test_refine_queue(store):
+    store.upsert_document("d1", "text")
+    a = store.enqueue("d1", "When is rent due?")
+    assert store.enqueue("d1", "when is rent due") == a  # the same open job
+    b = store.enqueue("d1", "Who pays water?")
+    job = store.lease("w1")
+    assert job.id == a and job.status == "leased" and job.attempts == 1
+    assert store.lease("w2").id == b and store.lease("w3") is None
+    assert store.finish_job(a, "w1", "published", "ok", version=2)
+    assert not store.finish_job(a, "w1", "published")  # already closed
+    assert store.job(a).version == 2
+    assert store.fail_job(b, "w2", "boom", max_attempts=1) == "dead"
+    assert store.job_counts() == {"published": 1, "dead": 1}
+    assert store.retry_job(b) and not store.retry_job(b)
+    job = store.lease("w2")
+    assert store.finish_job(job.id, "w2", "not_in_source")
+    assert (
+        store.not_in_source("d1", "who pays water")
+        and store.enqueue("d1", "Who pays water?") is None
+    )
+    assert [j.id for j in store.jobs_for(["d1"])] == [b, a]
+
+
+def test_open_without_schema_and_newer_schema_are_clear_errors(store_url, store):
+    store.upsert_document("d1", "x")
+    store.backend.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    with pytest.raises(StoreError, match="newer than this"):
+        SummaryStore(store_url)
+
+
+def test_postgres_without_schema_is_refused_when_not_creating(postgres_url):
+    with pytest.raises(StoreError, match="no cos-integrations schema"):
+        SummaryStore(postgres_url, create=False)
+
+
+def cos(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "cos_integrations.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+@pytest.fixture
+def small_index(tmp_path):
+    index = CoSIndex(tmp_path / "index", embedder=HashingEmbedder(256), config=CoSConfig.fast())
+    engine = ChainOfSummaries(ScriptedFakeModel(thesis_facts=2), CoSConfig.fast(iterations=0))
+    docs = [
+        SourceDocument(doc_id=f"docs/{t}.md", text=make_document(6, topic=t))
+        for t in ("lease", "garden", "parking")
+    ]
+    asyncio.run(index.aingest(docs, engine))
+    index.store.record_event("miss", "docs/lease.md", "Who fixes the roof?")
+    index.store.enqueue("docs/lease.md", "Who fixes the roof?")
+    index.store.record_action("ana", "pin", "docs/lease.md", 1, "")
+    index.store.close()
+    return index
+
+
+def test_bad_store_urls_are_one_line_errors_naming_the_url_without_password(
+    small_index, postgres_server
+):
+    import pg_server
+
+    bad = {
+        "unreachable": f"postgresql://cos:hunter2@127.0.0.1:{pg_server._free_port()}/x",
+        "wrong password": postgres_server.url("postgres", password="hunter2"),
+        "no database": f"{postgres_server.url('no_such_db')[:-10]}no_such_db".replace(
+            "cos-test-pw", "hunter2"
+        ),
+        "not a store URL": "mysql://cos:hunter2@db/cos",
+    }
+    before = (small_index.path / "cos.sqlite").stat().st_mtime_ns
+    for why, url in bad.items():
+        out = cos("review", "--index", str(small_index.path), "--store-url", url)
+        assert out.returncode == 2, (why, out.stdout, out.stderr)
+        lines = [x for x in out.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error:"), (why, out.stderr)
+        assert "hunter2" not in out.stderr + out.stdout, why
+        if why != "not a store URL":
+            assert redact_url(url) in lines[0], (why, lines[0])
+    # a database without the schema, read by a command that does not create one
+    empty = postgres_server.new_database()
+    out = cos("review", "--index", str(small_index.path), "--store-url", empty)
+    assert out.returncode == 2 and "no cos-integrations schema" in out.stderr
+    assert "cos-test-pw" not in out.stderr
+    # nothing was written anywhere: the index's own store and manifest are as they were
+    assert (small_index.path / "cos.sqlite").stat().st_mtime_ns == before
+    assert "postgresql" not in (small_index.path / "manifest.json").read_text()
+
+
+def test_migrate_store_copies_verifies_is_idempotent_and_switches(small_index, postgres_url):
+    src_file = small_index.path / "cos.sqlite"
+    src = SummaryStore(src_file)
+    before = {t: src.query(f"SELECT * FROM {t}") for t in ("documents", "events", "refine_jobs")}
+    src.close()
+    out = cos("migrate-store", "--index", str(small_index.path), "--to", postgres_url)
+    assert out.returncode == 0, out.stderr
+    assert "documents: 3 rows (3 copied now)" in out.stdout and "verified" in out.stdout
+    assert "cos-test-pw" not in out.stdout
+    again = cos("migrate-store", "--index", str(small_index.path), "--to", postgres_url)
+    assert again.returncode == 0 and "documents: 3 rows (0 copied now)" in again.stdout
+    dst = SummaryStore(postgres_url, create=False)
+    assert [d.current_version for d in dst.documents()] == [1, 1, 1]
+    assert [j.query for j in dst.jobs()] == ["Who fixes the roof?"]
+    assert dst.actions("docs/lease.md")[0].user == "ana"
+    dst.close()
+    src = SummaryStore(src_file)  # the source: only read
+    assert {t: src.query(f"SELECT * FROM {t}") for t in before} == before
+    src.close()
+    # the index works on the new store (vectors stay where they were)
+    idx = CoSIndex(small_index.path, create=False, store_url=postgres_url)
+    assert idx.store.backend.name == "postgresql"
+    assert idx.search_summaries("lease item 1", 1)[0].doc_id == "docs/lease.md"
+    idx.store.close()
+    switched = cos(
+        "migrate-store", "--index", str(small_index.path), "--to", postgres_url, "--switch"
+    )
+    assert switched.returncode == 0
+    manifest = (small_index.path / "manifest.json").read_text()
+    assert "postgresql://cos@127.0.0.1" in manifest and "cos-test-pw" not in manifest
+    # new rows continue after the copied ids
+    dst = SummaryStore(postgres_url, create=False)
+    assert dst.enqueue("docs/garden.md", "A new question?") == 2
+    dst.close()
+
+
+def test_migrate_store_refuses_a_destination_holding_another_index(small_index, postgres_url):
+    other = SummaryStore(postgres_url)
+    other.upsert_document("someone-else", "text")
+    other.close()
+    out = cos("migrate-store", "--index", str(small_index.path), "--to", postgres_url)
+    assert out.returncode == 2 and "does not match" in out.stderr and "documents" in out.stderr
+
+
+def test_concurrent_publishers_on_postgres_never_lose_a_version(postgres_url):
+    """Eight threads publish with compare-and-swap on one document: each success is a new
+    version, versions have no gaps, and nothing is overwritten silently."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = SummaryStore(postgres_url)
+    store.upsert_document("d", "text")
+    store.publish_version("d", "v1", expected_version=None, created_by="cos")
+
+    def writer(i: int) -> int:
+        won = 0
+        deadline = time.time() + 3
+        while time.time() < deadline and won < 5:
+            cur = store.get_document("d").current_version
+            if store.publish_version("d", f"w{i}", expected_version=cur, created_by="refine"):
+                won += 1
+        return won
+
+    with ThreadPoolExecutor(8) as pool:
+        wins = sum(pool.map(writer, range(8)))
+    versions = [v.version for v in store.versions("d")]
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 1 + wins
+    assert store.get_document("d").current_version == versions[-1]
+    store.close()
