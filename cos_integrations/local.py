@@ -352,6 +352,7 @@ class LocalModelServer:
         *,
         n_ctx: int = 8192,
         threads: int | None = None,
+        slots: int = 1,
         port: int = 0,
         startup_timeout: float = 300.0,
         log_path: str | os.PathLike | None = None,
@@ -361,7 +362,10 @@ class LocalModelServer:
         wait: float | None = None,
     ) -> None:
         self.model = str(model or os.environ.get("COS_LOCAL_MODEL") or "default")
-        self.n_ctx = n_ctx
+        self.n_ctx = n_ctx  # per slot
+        if slots < 1:
+            raise ValueError(f"slots must be at least 1, not {slots}")
+        self.slots = slots  # parallel decoding slots (continuous batching), each n_ctx
         self.threads = threads or physical_cores()
         self.port = port
         self.startup_timeout = startup_timeout
@@ -425,7 +429,7 @@ class LocalModelServer:
         return None
 
     def _fits(self, state: dict) -> bool:
-        return int(state.get("n_ctx", 0)) >= self.n_ctx
+        return int(state.get("n_ctx", 0)) >= self.n_ctx and int(state.get("slots", 1)) >= self.slots
 
     def _blocker(self) -> dict | None:
         """Another live published server this one must not run beside: a different model,
@@ -535,6 +539,8 @@ class LocalModelServer:
             str(self.n_ctx),
             "--threads",
             str(self.threads),
+            "--slots",
+            str(self.slots),
             "--port",
             str(self.port),
             "--ready-file",
@@ -567,6 +573,7 @@ class LocalModelServer:
                 "model": self.model,
                 "model_path": str(self.model_path),
                 "n_ctx": self.n_ctx,
+                "slots": self.slots,
             }
             path = self._state_file()
             tmp = path.with_suffix(".tmp")

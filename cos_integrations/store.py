@@ -673,12 +673,13 @@ class SummaryStore(RefineQueue):
     def record_event(
         self, kind: str, doc_id: str | None, query: str, *, context_tokens: int = 0
     ) -> None:
-        """Log a ``hit``, ``miss`` or ``not_covered`` for stats."""
-        with self._tx() as tx:
-            tx.execute(
-                "INSERT INTO events(at, kind, doc_id, query, context_tokens) VALUES(?,?,?,?,?)",
-                (time.time(), kind, doc_id, query, context_tokens),
-            )
+        """Log a ``hit``, ``miss`` or ``not_covered`` for stats: one append-only INSERT in
+        autocommit (no explicit transaction, no lock beyond the row's; on PostgreSQL
+        concurrent queries never wait for each other here)."""
+        self._conn().execute(
+            "INSERT INTO events(at, kind, doc_id, query, context_tokens) VALUES(?,?,?,?,?)",
+            (time.time(), kind, doc_id, query, context_tokens),
+        )
 
     def event_counts(self) -> dict[str, int]:
         rows = self._conn().execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall()

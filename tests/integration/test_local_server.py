@@ -315,3 +315,24 @@ def test_a_shared_server_stops_when_its_only_user_is_killed(tmp_path):
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(pid), "a shared server outlived its only user"
+
+
+def test_slots_serve_requests_side_by_side(tmp_path):
+    """With slots=2 the child runs two llama.cpp slots (each with the full per-slot context)
+    and answers two requests at once; slots=0 is refused."""
+    with pytest.raises(ValueError, match="slots"):
+        LocalModelServer("smoke", slots=0)
+    with LocalModelServer("smoke", n_ctx=2048, slots=2, share=False, reuse=False) as server:
+        with urllib.request.urlopen(server.address + "/slots", timeout=10) as r:
+            import json
+
+            slots = json.loads(r.read())
+        assert len(slots) == 2 and all(s["n_ctx"] == 2048 for s in slots)
+        llm = server.chat_model()
+
+        async def two():
+            msgs = [{"role": "user", "content": f"Say the number {i}."} for i in (1, 2)]
+            return await asyncio.gather(*(llm.chat([m], max_tokens=8) for m in msgs))
+
+        a, b = asyncio.run(two())
+        assert a.usage.completion_tokens > 0 and b.usage.completion_tokens > 0
