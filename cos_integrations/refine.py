@@ -3,7 +3,7 @@
 One round for a job ``(doc_id, query)`` (at most four model calls):
 
 1. answer the query from the full source; if the source is silent, close the job as
-   ``not_in_source`` and remember it (the retriever then says "not covered" next time);
+   ``not_in_source`` and remember it (the retriever then says "not in source" next time);
 2. add the pair to the document's question bank (origin ``miss``, refinement split);
 3. evaluate the current summary on the bank, rewrite it from the source to cover the query
    (and other unanswered refinement questions, up to ``iq``), evaluate the rewrite;

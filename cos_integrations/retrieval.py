@@ -103,12 +103,18 @@ class RetrievalResult:
     candidates: list[SearchHit] = field(default_factory=list)
     answer: str | None = None
     job_id: int | None = None
-    not_covered: bool = False
+    # refinement already found every candidate's source silent on this query
+    not_in_source: bool = False
     usage: Usage = field(default_factory=Usage)
     judge_answer: str | None = None
     judge_context_tokens: int = 0
     checks: dict[str, bool] = field(default_factory=dict)
     fallback: str | None = None
+
+    @property
+    def not_covered(self) -> bool:
+        """The name before 0.2 of :attr:`not_in_source`."""
+        return self.not_in_source
 
     @property
     def context_tokens(self) -> int:
@@ -403,7 +409,7 @@ class FallbackRetriever:
         if doc_ids and all(silent):
             # Refinement already found every candidate's source silent on this query: say
             # so without a full-text search.
-            await asyncio.to_thread(index.store.record_event, "not_covered", doc_ids[0], query)
+            await asyncio.to_thread(index.store.record_event, "not_in_source", doc_ids[0], query)
             return RetrievalResult(
                 query,
                 False,
@@ -411,7 +417,7 @@ class FallbackRetriever:
                 "known not to be in the source",
                 candidates,
                 usage=usage,
-                not_covered=True,
+                not_in_source=True,
             )
         # Candidate documents first, then the whole collection; the best chunks win, so a
         # source whose summary was not even retrieved can still answer.

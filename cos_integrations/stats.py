@@ -27,7 +27,7 @@ class DocumentStats:
 class Stats:
     hits: int = 0
     misses: int = 0
-    not_covered: int = 0
+    not_in_source: int = 0  # queries refinement had found the source silent on
     context_tokens: int = 0
     full_document_tokens: int = 0
     # day -> (hits, queries)
@@ -38,7 +38,12 @@ class Stats:
 
     @property
     def queries(self) -> int:
-        return self.hits + self.misses + self.not_covered
+        return self.hits + self.misses + self.not_in_source
+
+    @property
+    def not_covered(self) -> int:
+        """The name before 0.2 of :attr:`not_in_source`."""
+        return self.not_in_source
 
     @property
     def hit_rate(self) -> float:
@@ -85,7 +90,7 @@ def compute_stats(store: SummaryStore) -> Stats:
     for r in store.query(_DAYS.format(day=store.backend.day("e.at"))):
         s.hits += r["hits"]
         s.misses += r["misses"]
-        s.not_covered += r["queries"] - r["hits"] - r["misses"]
+        s.not_in_source += r["queries"] - r["hits"] - r["misses"]
         s.context_tokens += r["context"]
         s.full_document_tokens += r["full_docs"]
         s.per_day[r["day"]] = (r["hits"], r["queries"])

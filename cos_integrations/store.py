@@ -124,8 +124,9 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 
-# Version 2: the owners' audit log (who did what to which document, when) and the version
-# a refine job published, so a miss can be followed to the version it taught.
+# Version 2: the owners' audit log (who did what to which document, when), the version a
+# refine job published (so a miss can be followed to the version it taught), and one name
+# for "refinement found the source silent": not_in_source (events said not_covered).
 _SCHEMA_V2 = """
 CREATE TABLE IF NOT EXISTS actions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -139,6 +140,7 @@ CREATE TABLE IF NOT EXISTS actions (
 CREATE INDEX IF NOT EXISTS actions_doc ON actions (doc_id, id);
 ALTER TABLE refine_jobs ADD COLUMN version INTEGER;
 CREATE INDEX IF NOT EXISTS events_doc ON events (doc_id, kind);
+UPDATE events SET kind='not_in_source' WHERE kind='not_covered';
 """
 
 # Each migration takes the schema from version N-1 to N. Version 1 is the base schema.
@@ -673,7 +675,7 @@ class SummaryStore(RefineQueue):
     def record_event(
         self, kind: str, doc_id: str | None, query: str, *, context_tokens: int = 0
     ) -> None:
-        """Log a ``hit``, ``miss`` or ``not_covered`` for stats: one append-only INSERT in
+        """Log a ``hit``, ``miss`` or ``not_in_source`` for stats: one append-only INSERT in
         autocommit (no explicit transaction, no lock beyond the row's; on PostgreSQL
         concurrent queries never wait for each other here)."""
         self._conn().execute(
@@ -708,7 +710,7 @@ class SummaryStore(RefineQueue):
         return self._conn().execute("SELECT * FROM events ORDER BY id").fetchall()
 
     def recent_events(self, kind: str, limit: int = 50, offset: int = 0) -> list[Any]:
-        """The newest events of one kind (``miss``, ``hit``, ``not_covered``)."""
+        """The newest events of one kind (``miss``, ``hit``, ``not_in_source``)."""
         return (
             self._conn()
             .execute(

@@ -216,7 +216,7 @@ class CoSFallbackRetriever(BaseRetriever):
             "reason": res.reason,
             "job_id": res.job_id,
             "doc_ids": [h.doc_id for h in res.items],
-            "not_covered": res.not_covered,
+            "not_in_source": res.not_in_source,
         }
 
     def _get_relevant_documents(
@@ -224,7 +224,7 @@ class CoSFallbackRetriever(BaseRetriever):
     ) -> list[Document]:
         k = int(kwargs.get("k", self.k))
         res = self.core.retrieve(query, k=k, llm=self._run_llm(run_manager))
-        if not res.hit and (res.items or res.not_covered):
+        if not res.hit and (res.items or res.not_in_source):
             dispatch_custom_event(
                 "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
             )
@@ -235,7 +235,7 @@ class CoSFallbackRetriever(BaseRetriever):
     ) -> list[Document]:
         k = int(kwargs.get("k", self.k))
         res = await self.core.aretrieve(query, k=k, llm=self._run_llm(run_manager))
-        if not res.hit and (res.items or res.not_covered):
+        if not res.hit and (res.items or res.not_in_source):
             await adispatch_custom_event(
                 "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
             )

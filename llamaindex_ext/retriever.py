@@ -50,7 +50,7 @@ class CoSCacheMissEvent(BaseEvent):
     reason: str
     doc_ids: list[str]
     job_id: int | None = None
-    not_covered: bool = False
+    not_in_source: bool = False
 
     @classmethod
     def class_name(cls) -> str:
@@ -236,14 +236,14 @@ class CoSFallbackRetriever(BaseRetriever):
         return self.core.misses
 
     def _finish(self, res: RetrievalResult) -> list[NodeWithScore]:
-        if not res.hit and (res.items or res.not_covered):
+        if not res.hit and (res.items or res.not_in_source):
             dispatcher.event(
                 CoSCacheMissEvent(
                     query=res.query,
                     reason=res.reason,
                     doc_ids=[h.doc_id for h in res.items],
                     job_id=res.job_id,
-                    not_covered=res.not_covered,
+                    not_in_source=res.not_in_source,
                 )
             )
         return [_node(h, res.hit) for h in res.items]

@@ -218,8 +218,8 @@ def stats(index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> Non
     idx = open_index(index, store_url=store_url)
     s = compute_stats(idx.store)
     console.print(
-        f"queries {s.queries}: hits {s.hits}, misses {s.misses}, not covered "
-        f"{s.not_covered}; hit rate {s.hit_rate:.0%}"
+        f"queries {s.queries}: hits {s.hits}, misses {s.misses}, not in source "
+        f"{s.not_in_source}; hit rate {s.hit_rate:.0%}"
     )
     for day, (hits, total) in s.per_day.items():
         console.print(f"  {day}: {hits}/{total} hits ({hits / total:.0%})")

@@ -222,8 +222,8 @@ def query(
                 f"  \\[{h.kind}] {escape(str(h.metadata.get('source') or h.doc_id))} "
                 f"(score {h.score:.3f}): {escape(snippet)}"
             )
-        if res.not_covered:
-            console.print("  not covered: a refinement found the source silent on this")
+        if res.not_in_source:
+            console.print("  not in source: a refinement found the source silent on this")
         if res.job_id is not None:
             console.print(
                 f"  queued refine job {res.job_id} for {res.items[0].doc_id if res.items else '?'}"

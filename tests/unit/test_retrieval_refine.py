@@ -101,11 +101,11 @@ def test_not_in_source_is_remembered(filled):
     (outcome,) = Refiner(index, engine).run_once()
     assert outcome.status == "not_in_source"
     second = ret.retrieve(q)
-    assert second.not_covered and second.items == []
+    assert second.not_in_source and second.items == []
     assert index.store.enqueue("lease", q) is None  # never queued again
     # with more candidates, one not known to be silent, the full text is still searched
     wider = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=3, **SUMMARY_ONLY)
-    assert not wider.retrieve(q).not_covered
+    assert not wider.retrieve(q).not_in_source
 
 
 def test_rewrite_that_does_not_answer_falls_back_to_an_appended_fact(filled):

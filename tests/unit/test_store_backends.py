@@ -55,12 +55,12 @@ def test_questions_events_stats_overview_and_audit(store):
     q = QAPair(question="When is rent due?", answers=["the 5th"], origin="human")
     assert store.add_question("d1", q) and not store.add_question("d1", q)
     assert [x.question for x in store.questions("d1")] == ["When is rent due?"]
-    for kind, doc in [("hit", "d1"), ("miss", "d2"), ("miss", "d2"), ("not_covered", "d2")]:
+    for kind, doc in [("hit", "d1"), ("miss", "d2"), ("miss", "d2"), ("not_in_source", "d2")]:
         store.record_event(kind, doc, f"{kind} query", context_tokens=10)
-    assert store.event_counts() == {"hit": 1, "miss": 2, "not_covered": 1}
+    assert store.event_counts() == {"hit": 1, "miss": 2, "not_in_source": 1}
     assert [e["query"] for e in store.recent_events("miss", 1)] == ["miss query"]
     s = compute_stats(store)
-    assert (s.hits, s.misses, s.not_covered) == (1, 2, 1)
+    assert (s.hits, s.misses, s.not_in_source) == (1, 2, 1)
     assert list(s.per_day.values()) == [(1, 4)]
     rows, total = store.document_rows(sort="missed")
     assert total == 2 and [r.doc_id for r in rows] == ["d2", "d1"]
