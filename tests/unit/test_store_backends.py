@@ -159,6 +159,15 @@ def test_bad_store_urls_are_one_line_errors_naming_the_url_without_password(
     out = cos("review", "--index", str(small_index.path), "--store-url", empty)
     assert out.returncode == 2 and "no cos-integrations schema" in out.stderr
     assert "cos-test-pw" not in out.stderr
+    # a schema from a newer version of the package
+    newer = postgres_server.new_database()
+    future = SummaryStore(newer)
+    future.backend.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    future.close()
+    out = cos("review", "--index", str(small_index.path), "--store-url", newer)
+    lines = [x for x in out.stderr.splitlines() if x.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and "newer than this" in lines[0]
+    assert redact_url(newer) in lines[0] and "cos-test-pw" not in out.stderr
     # nothing was written anywhere: the index's own store and manifest are as they were
     assert (small_index.path / "cos.sqlite").stat().st_mtime_ns == before
     assert "postgresql" not in (small_index.path / "manifest.json").read_text()
