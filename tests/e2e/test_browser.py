@@ -4,6 +4,10 @@ a real process over a real store and Chroma index.
 
 Skipped when Chromium or chromedriver is missing, unless COS_REQUIRE_BROWSER=1 (set by
 .ci/run, which installs them), where a missing browser fails the run.
+
+The README's screenshots are taken by this test: regenerate them with
+``COS_SCREENSHOTS=docs .venv/bin/python -m pytest tests/e2e`` (else they go to a temporary
+directory).
 """
 
 import asyncio
@@ -13,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from fakes import ScriptedFakeModel, make_document
@@ -56,6 +61,13 @@ def served(index, tmp_path):
     index.store.publish_version(
         "docs/evil.md", "Evil summary " + HOSTILE, expected_version=1, created_by="refine"
     )
+    # some traffic, so the overview's figures and plots have something to show
+    for i in range(6):
+        q = f"What is the lease item {i % 2}?"
+        index.store.record_event("hit", "docs/lease.md", q, context_tokens=60)
+    for q in ("Who repairs the boiler?", "Can I keep a cat?"):
+        index.store.record_event("miss", "docs/lease.md", q, context_tokens=400)
+        index.store.enqueue("docs/lease.md", q)
     index.store.close()
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -102,6 +114,7 @@ def browser(tmp_path):
     opts.binary_location = CHROMIUM
     for arg in (
         "--headless=new",
+        "--window-size=1280,900",
         "--no-sandbox",
         "--disable-gpu",
         "--disable-quic",
@@ -115,6 +128,7 @@ def browser(tmp_path):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
     driver.set_page_load_timeout(60)
+    driver.implicitly_wait(10)  # find_element waits for the next page to load
     yield driver
     driver.quit()
 
@@ -129,12 +143,28 @@ def no_alert(driver) -> bool:
     return False
 
 
-def test_owner_edits_pins_sees_the_diff_reverts_and_hostile_text_stays_text(served, browser):
+def flash(driver, words: str) -> str:
+    """The confirmation on the page a form led to (waits for that page to load)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30).until(
+        lambda d: words in " ".join(e.text for e in d.find_elements(By.ID, "flash"))
+    )
+    return driver.find_element(By.ID, "flash").text
+
+
+def test_owner_edits_pins_sees_the_diff_reverts_and_hostile_text_stays_text(
+    served, browser, tmp_path
+):
     from selenium.webdriver.common.by import By
 
+    shots = Path(os.environ.get("COS_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
     b = browser
     b.get(served + "/")
     assert "cos review" in b.title
+    assert b.save_screenshot(str(shots / "review-overview.png"))
     assert "docs/lease.md" in b.find_element(By.ID, "documents").text
     b.find_element(By.LINK_TEXT, "docs/lease.md").click()
     assert b.find_element(By.ID, "doc-id").text == "Lease"
@@ -145,7 +175,7 @@ def test_owner_edits_pins_sees_the_diff_reverts_and_hostile_text_stays_text(serv
     area.send_keys("The lease item 4 is value 4e. Rent is 990 euros.")
     b.find_element(By.ID, "pin-reason").send_keys("owner correction")
     b.find_element(By.ID, "pin-button").click()
-    assert "pinned" in b.find_element(By.ID, "flash").text
+    assert "pinned" in flash(b, "pinned")
     assert "990" in b.find_element(By.ID, "summary").text
     # the number the source does not state is highlighted
     marks = b.find_elements(By.CSS_SELECTOR, "#summary mark.number")
@@ -156,9 +186,12 @@ def test_owner_edits_pins_sees_the_diff_reverts_and_hostile_text_stays_text(serv
     assert "990" in " ".join(e.text for e in diff.find_elements(By.TAG_NAME, "ins"))
     assert diff.find_elements(By.TAG_NAME, "del")
     assert "browser-e2e" in b.find_element(By.ID, "actions").text
+    assert b.save_screenshot(str(shots / "review-document.png"))
+    b.execute_script("arguments[0].scrollIntoView()", b.find_element(By.ID, "versions"))
+    assert b.save_screenshot(str(shots / "review-history.png"))
     # revert to v1
     b.find_element(By.ID, "revert-1").click()
-    assert "reverted to v1" in b.find_element(By.ID, "flash").text
+    assert "reverted to v1" in flash(b, "reverted")
     assert b.find_element(By.ID, "summary").text == before
     assert "v1 (current)" in b.find_element(By.ID, "versions").text
     assert "revert" in b.find_element(By.ID, "actions").text
