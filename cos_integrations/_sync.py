@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
+import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_local = threading.local()
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """One event loop per thread, kept between calls (Python >= 3.11: ``asyncio.Runner``),
+    so a sync call does not pay for a new loop and new executor threads each time."""
+    if sys.version_info < (3, 11):
+        return asyncio.run(coro)
+    runner = getattr(_local, "runner", None)
+    if runner is None:
+        runner = _local.runner = asyncio.Runner()
+    return runner.run(coro)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -19,6 +34,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return _run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()

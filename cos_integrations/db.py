@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -231,39 +232,40 @@ def _pg_sql(sql: str) -> str:
     return out
 
 
-class _PGCursor:
-    """The part of a DB-API cursor the store reads, with :class:`Row` rows."""
+class _PGResult:
+    """A statement's result, read at once (the connection goes back to the pool): the
+    part of a DB-API cursor the store reads, with :class:`Row` rows."""
 
     def __init__(self, cur: Any) -> None:
-        self._cur = cur
         names = [d.name for d in cur.description] if cur.description else []
-        self._names = {n: i for i, n in enumerate(names)}
+        index = {n: i for i, n in enumerate(names)}
         self.rowcount = cur.rowcount
+        self._rows = [Row(r, index) for r in cur.fetchall()] if cur.description else []
 
     def fetchone(self) -> Row | None:
-        row = self._cur.fetchone()
-        return Row(row, self._names) if row is not None else None
+        return self._rows[0] if self._rows else None
 
     def fetchall(self) -> list[Row]:
-        return [Row(r, self._names) for r in self._cur.fetchall()]
+        return list(self._rows)
 
     def __iter__(self):
-        return iter(self.fetchall())
+        return iter(self._rows)
 
 
 class _PGConn:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    def execute(self, sql: str, args: Sequence[Any] = ()) -> _PGCursor:
-        cur = self._conn.cursor()
-        cur.execute(_pg_sql(sql), tuple(args))
-        return _PGCursor(cur)
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> _PGResult:
+        with self._conn.cursor() as cur:
+            cur.execute(_pg_sql(sql), tuple(args))
+            return _PGResult(cur)
 
 
 class PostgresBackend(Backend):
-    """PostgreSQL through psycopg 3: an autocommit connection per thread for reads,
-    explicit transactions for writes, row locks for compare-and-swap, ``SKIP LOCKED``
+    """PostgreSQL through psycopg 3 and its connection pool (``COS_PG_POOL`` connections
+    at most, default 10, per process): reads and single-statement writes in autocommit,
+    explicit transactions for the rest, row locks for compare-and-swap, ``SKIP LOCKED``
     for the queue and an advisory lock for vector writes."""
 
     name = "postgresql"
@@ -274,67 +276,79 @@ class PostgresBackend(Backend):
     def __init__(self, url: str) -> None:
         try:
             import psycopg
+            from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise StoreError(
-                f"{redact_url(url)}: PostgreSQL needs psycopg 3: "
+                f"{redact_url(url)}: PostgreSQL needs psycopg 3 and psycopg-pool: "
                 "pip install 'cos-integrations[postgres]'"
             ) from exc
         self._psycopg = psycopg
         self.url = url.replace("postgresql+psycopg://", "postgresql://", 1)
         self._local = threading.local()
-        self._lock = threading.Lock()
-        self._all: list[Any] = []
-        self._conn()  # fail now, clearly, if the server cannot be reached
+        self._connect().close()  # fail now, with the server's own reason, if it cannot
+        self._pool_class = ConnectionPool
+        self._pool: Any = None
+        self._pool_lock = threading.Lock()
+
+    def _get_pool(self) -> Any:
+        """The pool, opened on first use (and again after :meth:`close`, as SQLite's
+        connections are)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = self._pool_class(
+                    self.url,
+                    min_size=1,
+                    max_size=max(1, int(os.environ.get("COS_PG_POOL", "10"))),
+                    kwargs={"autocommit": True, "connect_timeout": 10},
+                    timeout=60,
+                    open=True,
+                    name="cos-store",
+                )
+            return self._pool
 
     def _connect(self) -> Any:
         try:
-            conn = self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            return self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except self._psycopg.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             why = _redact_text(first, self.url)
             raise StoreError(f"cannot connect to the store {redact_url(self.url)}: {why}") from None
-        with self._lock:
-            self._all.append(conn)
-        return conn
 
-    def _conn(self) -> Any:
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """This thread's transaction's connection if it is in one, else one from the pool."""
         held = getattr(self._local, "held", None)
         if held is not None:
-            return held
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
-            conn = self._local.conn = self._connect()
-        return conn
-
-    def execute(self, sql: str, args: Sequence[Any] = ()) -> _PGCursor:
+            yield held
+            return
         try:
-            return _PGConn(self._conn()).execute(sql, args)
+            with self._get_pool().connection() as conn:
+                yield conn
         except self._psycopg.OperationalError as exc:
             raise StoreError(f"the store {redact_url(self.url)} failed: {exc}") from exc
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> _PGResult:
+        with self._connection() as conn:
+            return _PGConn(conn).execute(sql, args)
 
     @contextmanager
     def transaction(self) -> Iterator[_PGConn]:
         held = getattr(self._local, "held", None)
-        if held is not None:
+        if held is not None:  # nested, or inside lock(): that transaction is ours already
             yield _PGConn(held)
             return
-        conn = self._conn()
-        with conn.transaction():
-            yield _PGConn(conn)
+        with self._connection() as conn, conn.transaction():
+            self._local.held = conn
+            try:
+                yield _PGConn(conn)
+            finally:
+                self._local.held = None
 
     @contextmanager
     def lock(self) -> Iterator[_PGConn]:
-        conn = self._connect()
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.LOCK_KEY,))
-                self._local.held = conn
-                try:
-                    yield _PGConn(conn)
-                finally:
-                    self._local.held = None
-        finally:
-            conn.close()
+        with self.transaction() as tx:
+            tx.execute("SELECT pg_advisory_xact_lock(?)", (self.LOCK_KEY,))
+            yield tx
 
     def ddl(self, script: str) -> list[str]:
         script = re.sub(
@@ -365,14 +379,10 @@ class PostgresBackend(Backend):
         return self.execute(sql, (name,)).fetchone() is not None
 
     def close(self) -> None:
-        with self._lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            try:
-                conn.close()
-            except Exception:  # noqa: BLE001 - closing a dead connection
-                pass
-        self._local = threading.local()
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
 
 def _redact_text(text: str, url: str) -> str:
