@@ -169,14 +169,18 @@ class ChainOfSummaries:
         llm: ChatModel,
         config: CoSConfig | None = None,
         *,
-        token_counter: TokenCounter = estimate_tokens,
+        token_counter: TokenCounter | None = None,
         section_concurrency: int = 2,
     ) -> None:
         if not hasattr(llm, "chat"):
             raise TypeError(f"llm must implement ChatModel.chat(), got {type(llm).__name__}")
         self.llm = llm
         self.config = config or CoSConfig()
-        self.count_tokens = token_counter
+        # the counter given, else the model's own (an embedded server's tokenizer), else
+        # the character estimate
+        self.count_tokens: TokenCounter = (
+            token_counter or getattr(llm, "token_counter", None) or estimate_tokens
+        )
         self.section_concurrency = section_concurrency
 
     # ----------------------------------------------------------------- public API

@@ -65,6 +65,7 @@ __all__ = [
     "ModelChecksumError",
     "resolve_model_path",
     "LocalModelServer",
+    "ServerTokenizer",
     "cache_dir",
     "physical_cores",
     "pid_alive",
@@ -335,6 +336,49 @@ def live_users(users: Path) -> list[int]:
         else:
             f.unlink(missing_ok=True)
     return alive
+
+
+class ServerTokenizer:
+    """Count tokens with a llama.cpp server's own tokenizer (``POST /tokenize``), for the
+    engine's token-counter hook; the character estimate when the server cannot answer
+    (logged once). Counts are cached by text.
+
+    Example:
+        >>> count = ServerTokenizer("http://127.0.0.1:8080")   # doctest: +SKIP
+        >>> count("Rent is due on the 5th.")                  # doctest: +SKIP
+        8
+    """
+
+    def __init__(self, address: str, *, timeout: float = 30.0) -> None:
+        self.address = address.rstrip("/")
+        self.timeout = timeout
+        self._cache: dict[str, int] = {}
+        self._failed = False
+
+    def __call__(self, text: str) -> int:
+        if not text:
+            return 0
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit
+        from .text import estimate_tokens
+
+        if self._failed:
+            return estimate_tokens(text)
+        body = json.dumps({"content": text, "add_special": False}).encode()
+        req = urllib.request.Request(
+            f"{self.address}/tokenize", body, {"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                n = len(json.loads(r.read())["tokens"])
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("%s/tokenize failed (%s): counting tokens by estimate", self.address, exc)
+            self._failed = True
+            return estimate_tokens(text)
+        if len(self._cache) < 4096:
+            self._cache[text] = n
+        return n
 
 
 class LocalModelServer:
@@ -610,9 +654,15 @@ class LocalModelServer:
             time.sleep(0.2)
         raise self._fail(f"did not become healthy within {self.startup_timeout:.0f}s")
 
+    def tokenizer(self) -> ServerTokenizer:
+        """This model's own token counter (llama.cpp's ``/tokenize``)."""
+        return ServerTokenizer(self.address or "")
+
     def chat_model(self, **kwargs: object) -> OpenAIChatModel:
-        """An :class:`OpenAIChatModel` pointing at this server."""
+        """An :class:`OpenAIChatModel` pointing at this server, counting tokens with the
+        model's own tokenizer (:meth:`tokenizer`)."""
         kwargs.setdefault("timeout", 900.0)  # 2 CPU cores: a long summary takes minutes
+        kwargs.setdefault("token_counter", self.tokenizer())
         return OpenAIChatModel(
             model=MODELS[self.model].label if self.model in MODELS else Path(self.model).stem,
             base_url=self.base_url,

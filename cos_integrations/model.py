@@ -18,7 +18,7 @@ import os
 import random
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -141,6 +141,7 @@ class OpenAIChatModel:
         structured_output: bool = True,
         extra_body: dict[str, Any] | None = None,
         seed: int | None = None,
+        token_counter: Callable[[str], int] | None = None,
     ) -> None:
         self.model, self.base_url, key = resolve_openai_settings(model, base_url, api_key)
         self._api_key = _Secret(key)
@@ -159,6 +160,9 @@ class OpenAIChatModel:
         self.structured_output = structured_output
         self.extra_body = dict(extra_body or {})
         self.seed = seed
+        # the model's own tokenizer when one is at hand (the embedded server's /tokenize);
+        # ChainOfSummaries counts with it, else with the character estimate
+        self.token_counter = token_counter
         # One client per event loop: an httpx pool must not cross loops.
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
         self._clients = weakref.WeakKeyDictionary()

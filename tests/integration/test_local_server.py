@@ -336,3 +336,18 @@ def test_slots_serve_requests_side_by_side(tmp_path):
 
         a, b = asyncio.run(two())
         assert a.usage.completion_tokens > 0 and b.usage.completion_tokens > 0
+
+
+def test_the_engine_counts_tokens_with_the_servers_tokenizer(smoke_server):
+    from cos_integrations.local import ServerTokenizer
+    from cos_integrations.text import estimate_tokens
+
+    llm = smoke_server.chat_model()
+    engine = ChainOfSummaries(llm, CoSConfig.fast())
+    assert isinstance(engine.count_tokens, ServerTokenizer)
+    n = engine.count_tokens(DOC)
+    assert 0 < n and n != estimate_tokens(DOC)  # the model's own count, not the estimate
+    assert engine.count_tokens(DOC) == n and engine.count_tokens("") == 0
+    # a server that is gone: the estimate, not an error
+    dead = ServerTokenizer("http://127.0.0.1:9", timeout=2)
+    assert dead(DOC) == estimate_tokens(DOC)
