@@ -241,3 +241,19 @@ def test_concurrent_publishers_on_postgres_never_lose_a_version(postgres_url):
     assert versions == list(range(1, len(versions) + 1)) and len(versions) == 1 + wins
     assert store.get_document("d").current_version == versions[-1]
     store.close()
+
+
+def test_framework_components_take_a_store_url_and_never_keep_its_password(postgres_url):
+    import json
+
+    from langchain_ext import CoSDocumentTransformer
+    from llamaindex_ext import CoSSummaryTransform
+
+    transform = CoSSummaryTransform(llm=None, store_url=postgres_url)
+    assert "cos-test-pw" not in json.dumps(transform.to_dict())  # pipeline cache keys
+    assert transform.store_path == postgres_url.replace(":cos-test-pw", "")
+    assert transform.store.backend.name == "postgresql"  # connected with the password
+    transform.store.close()
+    lc = CoSDocumentTransformer(llm=None, store_url=postgres_url)
+    assert lc.store.backend.name == "postgresql"
+    lc.store.close()
