@@ -79,7 +79,9 @@ def ui(
     except OSError as exc:
         err.print(f"[red]error:[/] cannot listen on {escape(host)}:{port}: {escape(str(exc))}")
         raise typer.Exit(2) from exc
-    app_ = create_app(idx, read_only=read_only, token=token, user=user)
+    # on loopback, only loopback Host headers (DNS rebinding); elsewhere the token guards
+    hosts = ["127.0.0.1", "localhost", "[::1]", "::1", host] if is_loopback(host) else None
+    app_ = create_app(idx, read_only=read_only, token=token, user=user, allowed_hosts=hosts)
     mode = "read-only" if read_only else "read-write"
     console.print(f"cos review ({mode}) on http://{host}:{port}/ for {idx.path}")
     uvicorn.run(app_, host=host, port=port, log_level="warning")

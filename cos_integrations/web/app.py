@@ -62,11 +62,18 @@ def create_app(
     read_only: bool = False,
     token: str | None = None,
     user: str | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
     """The review app over ``index``. ``token``: required on every request when set;
     ``read_only``: no action is served (forms are not shown; a POST gets 403); ``user``:
-    who acts when the request does not say (``X-Cos-User``)."""
+    who acts when the request does not say (``X-Cos-User``); ``allowed_hosts``: the
+    ``Host`` headers served (``cos ui`` on loopback passes the loopback names, so a page
+    on another site that re-binds its DNS name to 127.0.0.1 is refused)."""
     app = FastAPI(title="cos review", docs_url=None, redoc_url=None, openapi_url=None)
+    if allowed_hosts:
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_HERE / "templates"),
         autoescape=True,  # every template: document and summary text is untrusted

@@ -342,3 +342,12 @@ def test_cli_refuses_a_public_host_without_a_token(filled, monkeypatch):
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
     missing = CliRunner().invoke(app, ["ui", "--index", str(filled.path / "nope")])
     assert missing.exit_code == 2
+
+
+def test_loopback_app_refuses_foreign_host_headers(filled):
+    c = TestClient(
+        create_app(filled, allowed_hosts=["127.0.0.1", "localhost"]),
+        base_url="http://127.0.0.1:8765",
+    )
+    assert c.get("/").status_code == 200
+    assert c.get("/", headers={"Host": "evil.example:8765"}).status_code == 400
