@@ -46,23 +46,24 @@ def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://"))
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (safe for logs, errors, manifests)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
-
-
-def strip_password(url: str) -> str:
-    """``url`` without its password at all (what a manifest may record)."""
+def _with_password(url: str, password: str | None) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
     user, host = parts.netloc.rsplit("@", 1)
-    return urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}@{host}"))
+    name = user.split(":", 1)[0]
+    auth = f"{name}:{password}" if password is not None else name
+    return urlunsplit(parts._replace(netloc=f"{auth}@{host}"))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (safe for logs and errors)."""
+    return _with_password(url, "***")
+
+
+def strip_password(url: str) -> str:
+    """``url`` without its password at all (what a manifest may record)."""
+    return _with_password(url, None)
 
 
 class Row(tuple):

@@ -122,6 +122,13 @@ def unpin(index: CoSIndex, doc_id: str, *, user: str) -> None:
     index.store.record_action(user, "unpin", doc_id)
 
 
+def _pending_suggestion(index: CoSIndex, doc_id: str, version: int) -> None:
+    _document(index, doc_id)
+    suggested = {v.version for v in index.store.versions(doc_id) if v.status == "suggested"}
+    if version not in suggested:
+        raise ActionRefused(f"{doc_id}: v{version} is not a pending suggestion")
+
+
 def _make_current(
     index: CoSIndex, doc_id: str, version: int, expected: int | None | bool, user: str, verb: str
 ) -> None:
@@ -155,18 +162,13 @@ def accept(
     expected_version: int | None | bool = False,
 ) -> None:
     """Accept a suggested version of a pinned document (it becomes current)."""
-    suggested = {v.version for v in index.store.versions(doc_id) if v.status == "suggested"}
-    if version not in suggested:
-        raise ActionRefused(f"{doc_id}: v{version} is not a pending suggestion")
+    _pending_suggestion(index, doc_id, version)
     _make_current(index, doc_id, version, expected_version, user, "accept")
 
 
 def reject(index: CoSIndex, doc_id: str, version: int, *, user: str) -> None:
     """Reject a suggested version of a pinned document."""
-    _document(index, doc_id)
-    suggested = {v.version for v in index.store.versions(doc_id) if v.status == "suggested"}
-    if version not in suggested:
-        raise ActionRefused(f"{doc_id}: v{version} is not a pending suggestion")
+    _pending_suggestion(index, doc_id, version)
     index.store.reject_version(doc_id, version)
     index.store.record_action(user, "reject", doc_id, version)
 

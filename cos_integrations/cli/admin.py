@@ -85,6 +85,15 @@ def _user(user: str | None) -> str:
     return user or default_user()
 
 
+def _on_document(
+    index: Path, store_url: str | None, doc_id: str, fn, *args, user: str | None
+) -> None:
+    """Open the index, check the document, run the oversight action ``fn`` on it."""
+    idx = open_index(index, store_url=store_url)
+    _doc_or_exit(idx, doc_id)
+    _act(fn, idx, doc_id, *args, user=_user(user))
+
+
 @app.command()
 def pin(
     doc_id: Annotated[str, typer.Argument(help="Document id (see `cos review`).")],
@@ -127,9 +136,7 @@ def unpin(
     """Let refinement publish new versions of this document again."""
     from .. import oversight
 
-    idx = open_index(index, store_url=store_url)
-    _doc_or_exit(idx, doc_id)
-    _act(oversight.unpin, idx, doc_id, user=_user(user))
+    _on_document(index, store_url, doc_id, oversight.unpin, user=user)
     console.print(f"{doc_id}: unpinned")
 
 
@@ -170,9 +177,7 @@ def revert(
     """Make an earlier version current again (and re-index it)."""
     from .. import oversight
 
-    idx = open_index(index, store_url=store_url)
-    _doc_or_exit(idx, doc_id)
-    _act(oversight.revert, idx, doc_id, version, user=_user(user))
+    _on_document(index, store_url, doc_id, oversight.revert, version, user=user)
     console.print(f"{doc_id}: reverted to v{version}")
 
 
@@ -187,9 +192,7 @@ def accept(
     """Accept a suggested version of a pinned document."""
     from .. import oversight
 
-    idx = open_index(index, store_url=store_url)
-    _doc_or_exit(idx, doc_id)
-    _act(oversight.accept, idx, doc_id, version, user=_user(user))
+    _on_document(index, store_url, doc_id, oversight.accept, version, user=user)
     console.print(f"{doc_id}: accepted v{version}")
 
 
@@ -204,9 +207,7 @@ def reject(
     """Reject a suggested version of a pinned document."""
     from .. import oversight
 
-    idx = open_index(index, store_url=store_url)
-    _doc_or_exit(idx, doc_id)
-    _act(oversight.reject, idx, doc_id, version, user=_user(user))
+    _on_document(index, store_url, doc_id, oversight.reject, version, user=user)
     console.print(f"{doc_id}: v{version} rejected")
 
 
