@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .text import split_sentences
 
@@ -27,6 +27,9 @@ __all__ = [
     "is_grounded",
     "echoes_question",
     "is_supported",
+    "question_keys",
+    "key_overlap",
+    "focus_sentences",
 ]
 
 _STOP = {
@@ -146,6 +149,31 @@ def _stem(word: str) -> str:
     return word[:6] if len(word) > 6 else word.rstrip("s")
 
 
+def question_keys(question: str, *, exclude: str | None = None) -> set[str]:
+    """The question's key words: content words that are neither question words nor part
+    of ``exclude`` (an answer), as crude stems. The one notion of "what the question
+    speaks of" behind :func:`is_supported` and :func:`focus_sentences`.
+
+    Example:
+        >>> sorted(question_keys("Who led the Panthers in sacks?"))
+        ['led', 'panthe', 'sack']
+    """
+    given = {_stem(w) for w in normalize_answer(exclude).split()} if exclude else set()
+    return {
+        _stem(w)
+        for w in normalize_answer(question).split()
+        if w not in _STOP and w not in _ASKING and _stem(w) not in given
+    }
+
+
+def key_overlap(keys: set[str], sentence: str) -> float:
+    """The share of ``keys`` (see :func:`question_keys`) that ``sentence`` holds."""
+    if not keys:
+        return 1.0
+    have = {_stem(w) for w in normalize_answer(sentence).split()}
+    return len(keys & have) / len(keys)
+
+
 def is_supported(
     answer: str | None, question: str, context: str, *, min_overlap: float = 0.5
 ) -> bool:
@@ -166,21 +194,37 @@ def is_supported(
     if not is_grounded(answer, context):
         return False
     assert answer is not None
-    given = {_stem(w) for w in normalize_answer(answer).split()}
-    keys = {
-        _stem(w)
-        for w in normalize_answer(question).split()
-        if w not in _STOP and w not in _ASKING and _stem(w) not in given
-    }
-    for sentence in split_sentences(context):
-        if not is_grounded(answer, sentence):
-            continue
-        if not keys:
-            return True
-        have = {_stem(w) for w in normalize_answer(sentence).split()}
-        if len(keys & have) / len(keys) >= min_overlap:
-            return True
-    return False
+    keys = question_keys(question, exclude=answer)
+    return any(
+        is_grounded(answer, sentence) and key_overlap(keys, sentence) >= min_overlap
+        for sentence in split_sentences(context)
+    )
+
+
+def focus_sentences(
+    question: str, texts: Sequence[str], *, limit: int = 4, min_overlap: float = 0.5
+) -> list[list[str]]:
+    """Per text, its sentences that could support an answer to ``question``: those that
+    hold at least ``min_overlap`` of its key words (the bar :func:`is_supported` sets), at
+    most ``limit`` over all texts, the best first (ties: the earlier text and sentence),
+    each text's kept in their own order. A hit context cut to these costs a fifth of a
+    summary and a chunk, and loses only sentences that the support check would not accept
+    as the answer's evidence anyway.
+
+    Example:
+        >>> focus_sentences("Who led the Panthers in sacks?",
+        ...     ["The game was in Santa Clara. Kawann Short led the team in sacks."])
+        [['Kawann Short led the team in sacks.']]
+    """
+    keys = question_keys(question)
+    scored = [
+        (key_overlap(keys, s), t, i, s)
+        for t, text in enumerate(texts)
+        for i, s in enumerate(split_sentences(text))
+    ]
+    kept = sorted((x for x in scored if x[0] >= min_overlap), key=lambda x: (-x[0], x[1], x[2]))
+    chosen = sorted(kept[:limit], key=lambda x: (x[1], x[2]))
+    return [[s for _, t, _, s in chosen if t == n] for n in range(len(texts))]
 
 
 def _aliases(gold: str | Iterable[str]) -> list[str]:

@@ -18,10 +18,14 @@ of the whole collection (``verify_route``, on by default with the model judge): 
 search and the chunk search must route the query to the same document, else it is a miss
 and the judge's call is saved (the chunk search is the one a miss makes anyway).
 ``hit_context`` chooses what the judge reads and a hit returns: the summaries that
-clear the threshold (``"summaries"``), the best one (``"best"``), or the best summary and
-the best source chunk of its document (``"best+chunk"``). A miss returns the top-k source
-chunks; an index without chunk vectors (a LlamaIndex pipeline that emits only summaries)
-falls back to the candidates' stored text, chunked and ranked on the fly.
+clear the threshold (``"summaries"``), the best one (``"best"``), the best summary and
+the best source chunk of its document (``"best+chunk"``), or only those sentences of the
+two that hold at least half of the query's key words, at most four
+(``"focused"``, see :func:`~cos_integrations.metrics.focus_sentences`: the sentences the
+support check could accept as an answer's evidence; when none does, the query is a miss
+and the judge is not asked). A miss returns the top-k source chunks; an index without
+chunk vectors (a LlamaIndex pipeline that emits only summaries) falls back to the
+candidates' stored text, chunked and ranked on the fly.
 
 Example:
     >>> retriever = FallbackRetriever(index, llm=llm, judge="llm")   # doctest: +SKIP
@@ -32,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,11 +51,12 @@ from .defaults import (
     DEFAULT_THRESHOLD,
     DEFAULT_VERIFY_CHUNK,
     DEFAULT_VERIFY_ROUTE,
+    FOCUS_SENTENCES,
     HIT_CONTEXTS,
     HitContext,
 )
 from .index import CoSIndex, SearchHit
-from .metrics import echoes_question, is_grounded, is_supported, is_unanswered
+from .metrics import echoes_question, focus_sentences, is_grounded, is_supported, is_unanswered
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
 from .questions import ParseError, parse_answers
@@ -62,6 +68,7 @@ __all__ = [
     "RetrievalResult",
     "answer_from",
     "ask",
+    "focus_items",
     "HIT_CONTEXTS",
     "HitContext",
     "DEFAULT_THRESHOLD",
@@ -87,7 +94,9 @@ class RetrievalResult:
 
     ``judge_answer`` is the model's answer from the hit context before the checks, and
     ``checks`` says which checks it passed (``routed``: the summary and chunk searches
-    agreed on the document, checked before the judge; ``in_context``, ``not_echo``,
+    agreed on the document, checked before the judge; ``focused``: a ``"focused"`` hit
+    context found a sentence that speaks of the query, also before the judge;
+    ``in_context``, ``not_echo``,
     ``supported``, ``in_chunk``, and ``in_source``, reported only: the answer occurs
     anywhere in the stored source, which ``in_chunk`` implies), so a caller can see why a
     query missed.
@@ -153,6 +162,27 @@ async def answer_from(
             log.info("answer %r to %r is not in the retrieved text: not a hit", answer, query)
         return None, usage
     return answer, usage
+
+
+def focus_items(
+    query: str, items: list[SearchHit], *, limit: int = FOCUS_SENTENCES
+) -> list[SearchHit]:
+    """``items`` cut to their sentences that speak of ``query`` (at most ``limit`` in all,
+    see :func:`~cos_integrations.metrics.focus_sentences`): what a ``"focused"`` hit
+    context reads. Items with no such sentence are dropped; the rest keep their id, score
+    and metadata, with ``cos_focused=True``.
+
+    Example:
+        >>> hit = SearchHit("c1", "d", "Rain fell. Rent is due on the 1st.", 0.9, {}, "chunk")
+        >>> [h.text for h in focus_items("When is rent due?", [hit])]
+        ['Rent is due on the 1st.']
+    """
+    kept = focus_sentences(query, [h.text for h in items], limit=limit)
+    return [
+        dataclasses.replace(h, text=" ".join(sents), metadata={**h.metadata, "cos_focused": True})
+        for h, sents in zip(items, kept, strict=True)
+        if sents
+    ]
 
 
 class FallbackRetriever:
@@ -266,6 +296,7 @@ class FallbackRetriever:
         judge_answer: str | None = None
         checks: dict[str, bool] = {}
         context: list[SearchHit] = []
+        full: list[SearchHit] = []  # the context before a "focused" cut
         top: list[SearchHit] | None = None  # the whole collection's top chunks, if searched
         hit, reason = False, ""
         if relevant and self.routes:
@@ -284,11 +315,21 @@ class FallbackRetriever:
                 f"chunk {top[0].doc_id}'s"
             )
         else:
-            context = await self._context(query, relevant, embedding, top)
+            context = full = await self._context(query, relevant, embedding, top)
+            if self.hit_context == "focused":
+                context = focus_items(query, full)
+                checks["focused"] = bool(context)
+                if not context:
+                    reason = (
+                        "no sentence of the best summary or its chunk holds half of the "
+                        "query's key words"
+                    )
         if context and self.judge == "llm":
             assert llm is not None
             judge_answer, usage = await ask(llm, query, context)
-            checks |= await asyncio.to_thread(self._checks, judge_answer, query, context, embedding)
+            checks |= await asyncio.to_thread(
+                self._checks, judge_answer, query, context, embedding, full
+            )
             failed = [name for name in self._required() if not checks.get(name)]
             hit = not failed
             answer = judge_answer if hit else None
@@ -354,6 +395,7 @@ class FallbackRetriever:
         if self.hit_context == "summaries":
             return relevant
         best = relevant[0]
+        # "focused" starts from best+chunk and keeps their sentences on the query
         if self.hit_context == "best":
             return [best]
         if top and top[0].doc_id == best.doc_id:
@@ -370,12 +412,18 @@ class FallbackRetriever:
         return chunks[:1]
 
     def _checks(
-        self, answer: str | None, query: str, context: list[SearchHit], embedding: list[float]
+        self,
+        answer: str | None,
+        query: str,
+        context: list[SearchHit],
+        embedding: list[float],
+        full: list[SearchHit] | None = None,
     ) -> dict[str, bool]:
         """Every check on the judge's answer (cheap, no model call); the decision uses
         those this retriever requires, and the rest are reported for diagnosis.
         ``in_chunk`` is reported when the context holds a chunk or ``verify_chunk`` asks
-        for one (only then is the extra vector search made)."""
+        for one (only then is the extra vector search made); it reads the whole chunk
+        (``full``: the context before a ``"focused"`` cut)."""
         content = _content(context)
         in_context = is_grounded(answer, content)
         sources = []
@@ -391,8 +439,8 @@ class FallbackRetriever:
         }
         # the best summary's document: its chunk closest to the query should hold the
         # answer too (already in the context for best+chunk)
-        chunk = [h for h in context if h.kind == "chunk"][:1]
-        best = next((h for h in context if h.kind == "summary"), None)
+        chunk = [h for h in full or context if h.kind == "chunk"][:1]
+        best = next((h for h in full or context if h.kind == "summary"), None)
         if not chunk and self.verify_chunk and best is not None and in_context:
             chunk = self._best_chunk(query, best.doc_id, embedding)
         if chunk or self.verify_chunk:

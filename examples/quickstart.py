@@ -72,7 +72,8 @@ async def main(index_dir: Path) -> None:
                 f"  {doc_id}: {r.summary_tokens} summary tokens from {r.source_tokens} source "
                 f"tokens, {r.usage.calls} calls, best iteration {r.best_iteration}"
             )
-        # the default hit rule (BENCHMARKS.md): best summary + its best chunk, supported answer
+        # the default hit rule (BENCHMARKS.md): the sentences of the best summary and its
+        # best chunk that speak of the query, and an answer one of them supports
         retriever = FallbackRetriever(index, llm=llm, judge="llm", k=2)
         print("\n== queries")
         await ask(retriever, llm, "hit expected", HIT)

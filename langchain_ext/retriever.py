@@ -84,7 +84,7 @@ class CoSFallbackRetriever(BaseRetriever):
     k: int = 4
     threshold: float | None = None  # None: the index's (calibrated, else 0.80)
     judge: Literal["score", "llm"] = "score"
-    hit_context: HitContext | None = None  # judge llm: best+chunk; score: k summaries
+    hit_context: HitContext | None = None  # judge llm: focused; score: k summaries
     reject_echo: bool = DEFAULT_REJECT_ECHO
     require_support: bool = DEFAULT_REQUIRE_SUPPORT
     verify_chunk: bool = DEFAULT_VERIFY_CHUNK

@@ -80,7 +80,8 @@ ThresholdOpt = Annotated[
 HitContextOpt = Annotated[
     str | None,
     typer.Option(
-        help="What the judge reads: summaries, best or best+chunk (default: the product's)."
+        help="What the judge reads: summaries, best, best+chunk or focused (default: the "
+        "product's)."
     ),
 ]
 RejectEchoOpt = Annotated[

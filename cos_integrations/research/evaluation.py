@@ -36,6 +36,7 @@ from ..retrieval import (
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_VERIFY_CHUNK,
     DEFAULT_VERIFY_ROUTE,
+    HitContext,
 )
 from ..text import estimate_tokens
 from ..usage import Usage
@@ -62,6 +63,7 @@ METHODS = (
     "content",
     "fallback",
     "rag",
+    "rag-focused",
     "right-doc",
 )
 log = logging.getLogger(__name__)
@@ -200,7 +202,7 @@ class RetrievalEvalOptions(BaseModel):
         "traffic half's questions (test_half), like an index calibrates on its question banks",
     )
     judge: Literal["llm", "score"] = "llm"
-    hit_context: Literal["summaries", "best", "best+chunk"] | None = Field(
+    hit_context: HitContext | None = Field(
         None, description="what the judge reads and a hit returns; None: the product's default"
     )
     reject_echo: bool = DEFAULT_REJECT_ECHO
@@ -214,7 +216,7 @@ class RetrievalEvalOptions(BaseModel):
     )
 
 
-RETRIEVAL_METHODS = ("fallback", "rag", "right-doc")
+RETRIEVAL_METHODS = ("fallback", "rag", "rag-focused", "right-doc")
 
 
 def _digest(obj: Any) -> str:
@@ -246,24 +248,27 @@ async def _retrieval(
     model_name: str,
     answer_cache: Path | None,
 ) -> None:
-    """``rag``, ``fallback`` and ``right-doc`` over ONE index holding every evaluated
-    document (summaries and chunks), so retrieval has to find the right document.
+    """``rag``, ``rag-focused``, ``fallback`` and ``right-doc`` over ONE index holding
+    every evaluated document (summaries and chunks), so retrieval has to find the right
+    document.
 
-    Each question is answered in its own call with the same answer prompt: ``rag`` from
-    the top-k chunks of the whole collection, ``fallback`` through :class:`FallbackRetriever`
-    (a miss answers from the chunks it returns), ``right-doc`` from the whole right
-    document (the ceiling). Per question the records keep the answer, F1/EM, whether it
-    hit, the retrieved context tokens (the judge's context included), calls and prompt
-    tokens, and the judge's unchecked answer with its checks, so hit rules can be replayed
-    without a model (``benchmarks/hit_rules.py``). The index persists in ``index_dir`` so a
-    re-run resumes with the refinements already made. With ``refine_from_traffic`` the
-    first half of each document's questions is traffic (its misses queue refine jobs, run
-    before the re-test) and the second half is the test set of every method.
+    Each question is answered in its own call with the same answer prompt: ``rag`` from the
+    top-k chunks of the whole collection, ``rag-focused`` from their sentences on the
+    question (the control for the ``"focused"`` hit context), ``fallback`` through
+    :class:`FallbackRetriever` (a miss answers from the chunks it returns), ``right-doc``
+    from the whole right document (the ceiling). Per question the records keep the answer,
+    F1/EM, whether it hit, the retrieved context tokens (the judge's context included),
+    calls and prompt tokens, and the judge's unchecked answer with its checks, so hit rules
+    can be replayed without a model (``benchmarks/hit_rules.py``). The index persists in
+    ``index_dir`` so a re-run resumes with the refinements already made. With
+    ``refine_from_traffic`` the first half of each document's questions is traffic (its
+    misses queue refine jobs, run before the re-test) and the second half is the test set of
+    every method.
     """
     from ..embeddings import LocalEmbedder
     from ..index import CoSIndex
     from ..refine import Refiner
-    from ..retrieval import FallbackRetriever, ask
+    from ..retrieval import FallbackRetriever, ask, focus_items
 
     index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=config)
     for doc in docs:
@@ -338,6 +343,20 @@ async def _retrieval(
             **usage_fields(usage),
         )
 
+    async def rag_focused(q: EvalQA) -> dict[str, Any]:
+        # the control for the "focused" hit context: rag's top-k chunks cut to the same
+        # sentences on the query (all of them when none speaks of it)
+        items = await asyncio.to_thread(index.search_chunks, q.question, options.k)
+        items = focus_items(q.question, items) or items
+        ans, usage = await answer(q, items)
+        return _row(
+            q,
+            ans,
+            context_tokens=sum(estimate_tokens(h.text) for h in items),
+            docs=[h.doc_id for h in items],
+            **usage_fields(usage),
+        )
+
     async def fallback(q: EvalQA, *, traffic: bool = False) -> dict[str, Any]:
         # only traffic may queue refinement: a test question that taught the summary
         # its own answer would be measured on what it leaked
@@ -392,6 +411,9 @@ async def _retrieval(
         if "rag" in todo:
             rows = [await rag(q) for q in test]
             write({"doc_id": doc.doc_id, "method": "rag", "questions": rows, **_agg(rows)})
+        if "rag-focused" in todo:
+            rows = [await rag_focused(q) for q in test]
+            write({"doc_id": doc.doc_id, "method": "rag-focused", "questions": rows, **_agg(rows)})
         if "fallback" in todo:
             before = [await fallback(q) for q in test]
             rec: dict[str, Any] = {
@@ -652,7 +674,7 @@ def retrieval_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
         return "" if v is None else fmt.format(v)
 
     rows = []
-    for name in ("rag", "fallback", "right-doc"):
+    for name in ("rag", "rag-focused", "fallback", "right-doc"):
         m = methods.get(name)
         if not m or "questions" not in m:
             continue

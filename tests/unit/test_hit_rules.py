@@ -8,9 +8,11 @@ import pytest
 from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.defaults import FOCUS_SENTENCES
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.metrics import echoes_question
 from cos_integrations.retrieval import FallbackRetriever
+from cos_integrations.text import split_sentences
 
 TOPICS = ["lease", "garden", "parking"]
 
@@ -89,6 +91,66 @@ def test_hit_context_best_and_best_plus_chunk(filled):
     assert "garden item 6 is value 6g" in prompt  # the judge read the chunk
     with pytest.raises(ValueError, match="hit_context"):
         judge(index, model, hit_context="everything")
+
+
+def test_a_focused_hit_context_keeps_only_the_sentences_on_the_query(filled):
+    index, model = filled
+    q = "What is the garden item 6?"  # only in the source chunk, not in the summary
+    wide = judge(index, model, hit_context="best+chunk").retrieve(q)
+    narrow = judge(index, model, hit_context="focused", require_support=True).retrieve(q)
+    assert narrow.hit and narrow.answer == "value 6g" and narrow.checks["focused"]
+    prompt = model.calls[-1][1][0]["content"]
+    assert "garden item 6 is value 6g" in prompt  # the sentence the answer stands in
+    assert "lease" not in prompt and "parking" not in prompt
+    assert 0 < narrow.judge_context_tokens < wide.judge_context_tokens
+    assert all(h.doc_id == "garden" and h.metadata["cos_focused"] for h in narrow.items)
+    kept = [s for h in narrow.items for s in split_sentences(h.text)]
+    assert len(kept) <= FOCUS_SENTENCES and kept[0].startswith("The garden item")
+    # the sentence with every key word is kept before those that hold only some of them
+    assert "The garden item 6 is value 6g." in kept
+    # the chunk check reads the whole chunk, not its focused sentences
+    assert narrow.checks["in_chunk"] is True
+
+
+def test_an_answer_from_outside_the_focused_sentences_is_a_miss(filled):
+    index, model = filled
+    q = "What is the garden item 6?"
+    # a judge that answers with a value of the document that the focus left out
+    model.script["answer"] = [one_answer("value 7h")]
+    res = judge(index, model, hit_context="focused", require_support=True).retrieve(q)
+    prompt = model.calls[-1][1][0]["content"]
+    assert "value 7h" not in prompt and "garden item 6 is value 6g" in prompt
+    assert not res.hit and res.judge_answer == "value 7h"
+    assert res.checks["in_context"] is False and res.checks["supported"] is False
+    assert res.items and all(h.kind == "chunk" for h in res.items)
+
+
+def test_a_focused_context_with_no_sentence_on_the_query_is_a_miss_without_the_judge(filled):
+    index, model = filled
+    q = "Which garden plants need the most sunlight?"
+    calls = len(model.calls)
+    res = judge(index, model, hit_context="focused").retrieve(q)
+    assert res.candidates and res.candidates[0].score >= 0.1  # the similarity gate passed
+    assert not res.hit and res.checks == {"routed": True, "focused": False}
+    assert res.judge_answer is None
+    assert "key words" in res.reason
+    assert len(model.calls) == calls  # no judge call
+    assert res.judge_context_tokens == 0 and res.items  # a miss: the source chunks
+
+
+def test_focus_sentences_ranks_by_key_words_and_keeps_each_texts_order():
+    from cos_integrations.metrics import focus_sentences, question_keys
+
+    q = "When did the owners meet in Boca Raton?"
+    assert question_keys(q) == {"owner", "meet", "boca", "raton"}
+    summary = "The owners met in Boca Raton in May. The stadium is in Santa Clara."
+    chunk = "Boca Raton hosted it. The owners meet in Boca Raton each spring. Rain fell."
+    kept = focus_sentences(q, [summary, chunk], limit=2)
+    # the two best (3 and 4 of the 4 key words), in their text's order
+    assert kept == [["The owners met in Boca Raton in May."],
+                    ["The owners meet in Boca Raton each spring."]]  # fmt: skip
+    assert focus_sentences(q, [summary, chunk], limit=4)[1][0] == "Boca Raton hosted it."
+    assert focus_sentences("Who won the toss?", [summary, chunk]) == [[], []]
 
 
 def test_a_miss_without_chunk_vectors_ranks_the_stored_text(filled):
@@ -173,7 +235,7 @@ def test_defaults_follow_the_ablation(filled):
 
     index, model = filled
     judged = FallbackRetriever(index, llm=model, judge="llm")
-    assert (judged.hit_context, judged.require_support) == ("best+chunk", True)
+    assert (judged.hit_context, judged.require_support) == ("focused", True)
     # the index's threshold: 0.80 until it knows 10 questions people asked (calibration)
     assert judged.threshold == index.threshold == DEFAULT_THRESHOLD == 0.80
     # without a model judge a hit is the top-k summaries, as a retriever's k promises
@@ -184,6 +246,7 @@ def test_defaults_follow_the_ablation(filled):
     )
     assert res.hit and res.answer == "value 6g" and res.checks["supported"]
     assert [h.kind for h in res.items] == ["summary", "chunk"]
+    assert all(h.metadata["cos_focused"] for h in res.items)  # their sentences on the query
 
 
 def test_verify_route_asks_the_judge_only_where_summary_and_chunk_search_agree(filled):

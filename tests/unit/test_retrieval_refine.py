@@ -27,7 +27,8 @@ def filled(index):
 
 
 # A hit here means "the summary answers it" (the refine loop's subject): the judge reads the
-# summaries alone. The product's default (best+chunk) would hit on every fact of these
+# summaries alone. The product's default (focused: the best summary's and its chunk's
+# sentences on the query) would hit on every fact of these
 # one-chunk documents.
 SUMMARY_ONLY = dict(hit_context="summaries", require_support=False)
 
