@@ -1,5 +1,7 @@
 """LlamaIndex and LangChain components over real HTTP to the embedded llama.cpp server."""
 
+import re
+
 import chromadb
 import pytest
 from llama_index.core import Document as LIDocument
@@ -7,6 +9,8 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from cos_integrations import CoSConfig
+from cos_integrations.metrics import key_overlap, question_keys
+from cos_integrations.text import split_sentences
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
 from llamaindex_ext import CoSFallbackRetriever as LIRetriever
 from llamaindex_ext import CoSLocalEmbedding, CoSSummaryTransform
@@ -90,3 +94,31 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
         assert [h.kind for h in res.items] == ["summary", "chunk"] and res.answer
     else:
         assert res.answer is None and all(h.kind == "chunk" for h in res.items)
+    # the default rule (focused) on the real model: the judge reads only the sentences of the
+    # best summary and its chunk that hold half of the query's key words
+    default = LIRetriever.from_persist_dir(
+        path, llm=smoke_server.chat_model(), embed_model=embed, threshold=0.0, judge="llm"
+    )
+    assert default.core.hit_context == "focused"
+    q = "When is the garden gate locked?"
+    judge = Recording(smoke_server.chat_model())
+    res = default.core.retrieve(q, llm=judge)
+    assert res.checks["focused"] is True and res.judge_context_tokens > 0
+    assert len(judge.prompts) == 1  # one judge call
+    content = re.search(r"<content>\n(.*)\n</content>", judge.prompts[0][0]["content"], re.S)
+    read = [line for line in content.group(1).splitlines() if not line.startswith("[")]
+    assert read and all(
+        key_overlap(question_keys(q), s) >= 0.5 for line in read for s in split_sentences(line)
+    )
+    assert res.hit == all(res.checks[c] for c in ("in_context", "supported"))
+
+
+class Recording:
+    """A core chat model that keeps the prompts it was sent."""
+
+    def __init__(self, inner):
+        self.inner, self.prompts = inner, []
+
+    async def chat(self, messages, **kwargs):
+        self.prompts.append(list(messages))
+        return await self.inner.chat(messages, **kwargs)
