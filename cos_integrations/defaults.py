@@ -4,12 +4,12 @@
 The hit rule's defaults were chosen by the ablation in BENCHMARKS.md ("The product against
 plain chunk RAG"): with the 1.5B model, the best summary plus its document's best chunk, and
 an answer that one sentence of that context supports, made hits as trustworthy as the
-source; cutting that context to its sentences on the query (``"focused"``) kept F1 and
-took the context tokens a question below plain top-2 chunk RAG's (363 against 496 on 30
-SQuAD chunks, F1 0.706 against 0.670). The threshold is tuned to e5's cosine scores (median 0.83 for a question and its
-best summary): 0.84 saved context tokens but kept a refined summary from being asked at
-all in the quick start (its similarity rose to 0.832), so refinement could not teach; 0.80
-keeps it.
+source; cutting that context to its sentences on the query (``"focused"``) kept F1 and took
+the context tokens a question below plain top-2 chunk RAG's (363 against 496 on 30 SQuAD
+chunks, F1 0.706 against 0.670). The threshold is tuned to e5's cosine scores (median 0.83
+for a question and its best summary): 0.84 saved context tokens but kept a refined summary
+from being asked at all in the quick start (its similarity rose to 0.832), so refinement
+could not teach; 0.80 keeps it.
 
 Example:
     >>> from cos_integrations.defaults import DEFAULT_THRESHOLD, HIT_CONTEXTS
