@@ -30,6 +30,7 @@ __all__ = [
     "question_keys",
     "key_overlap",
     "focus_sentences",
+    "SUPPORT_OVERLAP",
 ]
 
 _STOP = {
@@ -149,6 +150,11 @@ def _stem(word: str) -> str:
     return word[:6] if len(word) > 6 else word.rstrip("s")
 
 
+# the share of a question's key words one sentence must hold to support an answer
+# (is_supported) or to be read at all by a focused hit context (focus_sentences)
+SUPPORT_OVERLAP = 0.5
+
+
 def question_keys(question: str, *, exclude: str | None = None) -> set[str]:
     """The question's key words: content words that are neither question words nor part
     of ``exclude`` (an answer), as crude stems. The one notion of "what the question
@@ -175,7 +181,7 @@ def key_overlap(keys: set[str], sentence: str) -> float:
 
 
 def is_supported(
-    answer: str | None, question: str, context: str, *, min_overlap: float = 0.5
+    answer: str | None, question: str, context: str, *, min_overlap: float = SUPPORT_OVERLAP
 ) -> bool:
     """True when ONE sentence of ``context`` holds the answer (see :func:`is_grounded`) and
     at least ``min_overlap`` of the question's key words (content words that are neither
@@ -202,7 +208,11 @@ def is_supported(
 
 
 def focus_sentences(
-    question: str, texts: Sequence[str], *, limit: int = 4, min_overlap: float = 0.5
+    question: str,
+    texts: Sequence[str],
+    *,
+    limit: int = 4,
+    min_overlap: float = SUPPORT_OVERLAP,
 ) -> list[list[str]]:
     """Per text, its sentences that could support an answer to ``question``: those that
     hold at least ``min_overlap`` of its key words (the bar :func:`is_supported` sets), at

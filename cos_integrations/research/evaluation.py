@@ -332,22 +332,12 @@ async def _retrieval(
             "cached_tokens": usage.cached_tokens,
         }
 
-    async def rag(q: EvalQA) -> dict[str, Any]:
+    async def rag(q: EvalQA, *, focused: bool = False) -> dict[str, Any]:
         items = await asyncio.to_thread(index.search_chunks, q.question, options.k)
-        ans, usage = await answer(q, items)
-        return _row(
-            q,
-            ans,
-            context_tokens=sum(estimate_tokens(h.text) for h in items),
-            docs=[h.doc_id for h in items],
-            **usage_fields(usage),
-        )
-
-    async def rag_focused(q: EvalQA) -> dict[str, Any]:
-        # the control for the "focused" hit context: rag's top-k chunks cut to the same
-        # sentences on the query (all of them when none speaks of it)
-        items = await asyncio.to_thread(index.search_chunks, q.question, options.k)
-        items = focus_items(q.question, items) or items
+        if focused:
+            # the control for the "focused" hit context: rag's top-k chunks cut to the
+            # same sentences on the query (all of them when none speaks of it)
+            items = focus_items(q.question, items) or items
         ans, usage = await answer(q, items)
         return _row(
             q,
@@ -412,7 +402,7 @@ async def _retrieval(
             rows = [await rag(q) for q in test]
             write({"doc_id": doc.doc_id, "method": "rag", "questions": rows, **_agg(rows)})
         if "rag-focused" in todo:
-            rows = [await rag_focused(q) for q in test]
+            rows = [await rag(q, focused=True) for q in test]
             write({"doc_id": doc.doc_id, "method": "rag-focused", "questions": rows, **_agg(rows)})
         if "fallback" in todo:
             before = [await fallback(q) for q in test]

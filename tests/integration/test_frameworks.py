@@ -9,7 +9,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from cos_integrations import CoSConfig
-from cos_integrations.metrics import key_overlap, question_keys
+from cos_integrations.metrics import SUPPORT_OVERLAP, key_overlap, question_keys
 from cos_integrations.text import split_sentences
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
 from llamaindex_ext import CoSFallbackRetriever as LIRetriever
@@ -108,7 +108,9 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
     content = re.search(r"<content>\n(.*)\n</content>", judge.prompts[0][0]["content"], re.S)
     read = [line for line in content.group(1).splitlines() if not line.startswith("[")]
     assert read and all(
-        key_overlap(question_keys(q), s) >= 0.5 for line in read for s in split_sentences(line)
+        key_overlap(question_keys(q), s) >= SUPPORT_OVERLAP
+        for line in read
+        for s in split_sentences(line)
     )
     assert res.hit == all(res.checks[c] for c in ("in_context", "supported"))
 
