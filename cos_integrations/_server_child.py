@@ -21,6 +21,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-ctx", type=int, default=8192)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--slots", type=int, default=1, help="parallel slots (continuous batching)")
+    ap.add_argument(
+        "--draft",
+        type=int,
+        default=0,
+        help="prompt-lookup speculation: draft up to N tokens from the context (0: off)",
+    )
+    ap.add_argument(
+        "--draft-ngram",
+        type=int,
+        default=6,
+        help="how many last tokens must match earlier context before a draft is proposed",
+    )
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--ready-file", default=None)
     ap.add_argument("--users-dir", default=None, help="shared: stop when no user is alive")
@@ -39,6 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     params.hostnames = ["127.0.0.1"]  # loopback only, never 0.0.0.0
     params.port = args.port
     params.cache_prompt = True
+    if args.draft > 0:
+        # self-speculation (no draft model): when the last --draft-ngram tokens occurred
+        # earlier in the context, the tokens that followed them there are proposed and
+        # checked in one batch; greedy decoding keeps only what the model would have said
+        spec = params.speculative
+        spec.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+        spec.ngram_simple.size_n = args.draft_ngram
+        spec.ngram_simple.size_m = args.draft
+        spec.draft.n_max = args.draft
+        spec.draft.n_min = 0
     params.warmup = False
     server = xllamacpp.Server(params)
     address = str(server.listening_address)

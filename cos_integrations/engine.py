@@ -497,10 +497,10 @@ class ChainOfSummaries:
         self, messages: list[dict[str, str]], current: str, run: ModelRun, *, draft: bool = False
     ) -> tuple[str, str]:
         """One synthesis step: ask ``messages`` (see :meth:`rewrite_prompt`) until a
-        summary parses (``parse_retries`` more tries), drop a sentence cut by the token
-        cap, and append the reply to ``current`` when it keeps under half of it (small
-        models often return only the new facts). Returns ``(summary, raw reply)``; the
-        summary is empty when no reply parsed."""
+        reply parses (``parse_retries`` more tries), drop a sentence cut by the token cap,
+        and append the new sentences to ``current`` (a reply that re-wrote the whole
+        summary replaces it). Returns ``(summary, raw reply)``; the summary is empty when
+        no reply parsed."""
         cfg = self.config
         raw = ""
         for _ in range(cfg.parse_retries + 1):
@@ -695,13 +695,17 @@ def _summary_tokens(cfg: CoSConfig) -> int:
 
 
 def _keep_or_append(current: str, new: str) -> str:
-    """Small models asked to refine a summary sometimes return only the new facts. A rewrite
-    that keeps under half of the current summary's words is an addendum: append it."""
-    old_words = set(normalize_answer(current).split())
-    if not old_words:
+    """The rewrite prompt asks for the new sentences only, which are appended. A model that
+    re-wrote the whole summary anyway replaces it: its reply opens as the summary does, or
+    it is longer than the summary and keeps half of its words."""
+    old = normalize_answer(current).split()
+    if not old:
         return new
-    kept = len(old_words & set(normalize_answer(new).split())) / len(old_words)
-    return new if kept >= 0.5 else f"{current.rstrip()} {new.lstrip()}"
+    fresh = normalize_answer(new).split()
+    opening = old[: min(8, len(old))]
+    kept = len(set(old) & set(fresh)) / len(set(old))
+    whole = fresh[: len(opening)] == opening or (kept >= 0.5 and len(fresh) > len(old))
+    return new if whole else f"{current.rstrip()} {new.lstrip()}"
 
 
 def _rewrite_tokens(cfg: CoSConfig, current: str, engine: ChainOfSummaries) -> int:

@@ -397,6 +397,8 @@ class LocalModelServer:
         n_ctx: int = 8192,
         threads: int | None = None,
         slots: int = 1,
+        draft: int = 0,
+        draft_ngram: int = 6,
         port: int = 0,
         startup_timeout: float = 300.0,
         log_path: str | os.PathLike | None = None,
@@ -410,6 +412,14 @@ class LocalModelServer:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, not {slots}")
         self.slots = slots  # parallel decoding slots (continuous batching), each n_ctx
+        if draft < 0 or draft_ngram < 1:
+            raise ValueError(f"draft must be >= 0 and draft_ngram >= 1, not {draft}/{draft_ngram}")
+        # prompt-lookup speculation (llama.cpp ngram-simple): when the last draft_ngram
+        # tokens occurred earlier in the context, up to `draft` tokens that followed them
+        # are checked in one batch. Off by default: on 2 CPU cores verifying a draft costs
+        # about what decoding it does (BENCHMARKS.md, "Speculation"); where decoding is
+        # memory-bound (a GPU, many cores) it is the cheap speed-up to try.
+        self.draft, self.draft_ngram = draft, draft_ngram
         self.threads = threads or physical_cores()
         self.port = port
         self.startup_timeout = startup_timeout
@@ -585,6 +595,10 @@ class LocalModelServer:
             str(self.threads),
             "--slots",
             str(self.slots),
+            "--draft",
+            str(self.draft),
+            "--draft-ngram",
+            str(self.draft_ngram),
             "--port",
             str(self.port),
             "--ready-file",

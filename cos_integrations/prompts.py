@@ -39,7 +39,7 @@ __all__ = [
     "ANSWERS_SCHEMA",
 ]
 
-PROMPT_VERSION = "cos-prompts-v3"
+PROMPT_VERSION = "cos-prompts-v4"
 
 Message = dict[str, str]
 
@@ -212,22 +212,27 @@ def rewrite_messages(
         listed = "\n".join(f"- {q} (answer: {a})" for q, a in pairs)
     else:
         listed = "\n".join(f"- {q}" for q in questions)
+    # v4: only the new sentences are written and the engine appends them: a 1.5B rewrite
+    # that re-copied the summary to add one or two facts decoded 350-480 tokens at ~16
+    # tokens/s (159 a rewrite on average; 33 with v4, at the same held-out F1)
     rules = (
-        "Refine the existing summary of the document so that it answers the questions below.\n"
+        "Refine the existing summary of the document so that it answers the questions below: "
+        "write only the new sentences to add to it.\n"
         "Rules:\n"
-        "- Start with the facts from the document that answer the questions.\n"
-        "- Then keep the key points of the existing summary.\n"
-        f"- Stay within {words} words: make room by cutting less informative wording.\n"
+        "- One short sentence per question, stating the facts from the document that "
+        "answer it (names, numbers, dates, places).\n"
+        "- Do not repeat what the existing summary already says.\n"
+        f"- At most {max(20, words // 4)} words in all.\n"
         "- Use only facts stated in the document.\n"
         "- Do not include the questions themselves.\n"
     )
     if draft:
         tail = (
             "Think step by step, but only keep a minimum draft for each thinking step, with 5 "
-            "words at most. Then write #### on its own line, followed by the updated summary."
+            "words at most. Then write #### on its own line, followed by the new sentences."
         )
     else:
-        tail = "Reply with the updated summary only, starting with: Updated Summary:"
+        tail = "Reply with the new sentences only, starting with: New sentences:"
     task = (
         f"{rules}\nExisting summary:\n{_fence(summary, 'summary')}\n\n"
         f"Questions to address:\n{listed}\n\n{tail}"

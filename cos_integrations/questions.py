@@ -244,7 +244,8 @@ def _as_text(v: Any) -> str | None:
 
 
 _SUMMARY_PREFIX = re.compile(
-    r"^\s*(?:\*\*)?\s*(?:updated|final|refined|new)?\s*summary\s*(?:\*\*)?\s*:\s*(?:\*\*)?",
+    r"^\s*(?:\*\*)?\s*(?:updated|final|refined|new)?\s*(?:summary|sentences)\s*(?:\*\*)?\s*:"
+    r"\s*(?:\*\*)?",
     re.I,
 )
 _TAGS = re.compile(r"</?summary_?>", re.I)

@@ -196,13 +196,14 @@ class ScriptedFakeModel:
         added = []
         keys = list(doc)
         have = facts(summary)
+        only_new = "write only the new sentences" in last  # one sentence a question
         for q in QUESTION.findall(block):
             m = re.search(rf"What is the {re.escape(q)}\? \(answer: ([^)]*)\)", block)
             value = doc.get(q) or (m.group(1) if m else None)
             if not (value and self.rewrite_adds):
                 continue
             new_keys = [q]
-            if q in doc:
+            if q in doc and not only_new:
                 pos = keys.index(q)
                 new_keys += keys[pos + 1 : pos + 1 + self.neighbours]
             for k in new_keys:
@@ -210,8 +211,12 @@ class ScriptedFakeModel:
                     have[k] = doc.get(k, value)
                     added.append(f"The {k} is {have[k]}.")
         new = " ".join([summary, *added]).strip()
+        if only_new:
+            new = " ".join(added) or summary  # nothing to add: the summary as it was
         if "####" in last:
             return f"add facts\ncopy from doc\n####\n{new}"
+        if only_new:
+            return f"New sentences: {new}"
         return f"Updated Summary: {new}"
 
     def _density(self, messages) -> str:

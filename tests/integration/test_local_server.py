@@ -351,3 +351,34 @@ def test_the_engine_counts_tokens_with_the_servers_tokenizer(smoke_server):
     # a server that is gone: the estimate, not an error
     dead = ServerTokenizer("http://127.0.0.1:9", timeout=2)
     assert dead(DOC) == estimate_tokens(DOC)
+
+
+def test_prompt_lookup_speculation_drafts_from_the_context():
+    """draft=N turns on llama.cpp's ngram-simple speculation: copying text from the prompt
+    is checked in batches (the server reports drafted and accepted tokens); off by
+    default, and a negative draft is refused."""
+    import json
+
+    with pytest.raises(ValueError, match="draft"):
+        LocalModelServer("smoke", draft=-1)
+    text = "The rent for Flat 4B is 1,150 euros per month and is due on the 5th day of each month."
+    body = {
+        "messages": [{"role": "user", "content": f"Repeat exactly: {text}\n{text}"}],
+        "max_tokens": 48,
+        "temperature": 0.0,
+    }
+    drafted = {}
+    for draft in (0, 8):
+        with LocalModelServer(
+            "smoke", n_ctx=2048, draft=draft, draft_ngram=3, share=False, reuse=False
+        ) as server:
+            req = urllib.request.Request(
+                server.address + "/v1/chat/completions",
+                json.dumps(body).encode(),
+                {"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(req, timeout=120) as r:
+                out = json.loads(r.read())
+            assert out["choices"][0]["message"]["content"]
+            drafted[draft] = out.get("timings", {}).get("draft_n", 0)
+    assert drafted[0] == 0 and drafted[8] > 0

@@ -412,6 +412,28 @@ def test_rewrite_that_drops_the_summary_is_appended_not_replacing():
     assert len(facts(rewrite.summary)) == 5
 
 
+def test_rewrite_asks_for_new_sentences_and_a_whole_rewrite_replaces():
+    """v4: the prompt asks only for the sentences to add (the fake then writes just those,
+    and they are appended); a model that re-writes the whole summary anyway, opening as
+    the summary does, replaces it instead of doubling it."""
+    model = ScriptedFakeModel(thesis_facts=2)
+    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=5, val_questions=2)
+    result = ChainOfSummaries(model, cfg).summarize(make_document(8))
+    prompt = next(m for t, m in model.calls if t == "rewrite")[-1]["content"]
+    assert "write only the new sentences" in prompt
+    thesis, rewrite = result.iterations[0].summary, result.iterations[1].summary
+    assert rewrite.startswith(thesis) and len(facts(rewrite)) == 3
+
+    def whole(messages):  # the summary re-copied, one fact re-worded, one fact added
+        summary = messages[-1]["content"].split("<summary>\n", 1)[1].split("\n</summary>")[0]
+        return f"New sentences: {summary.replace('value 1b', 'value 1B')} The lease item 7 is x."
+
+    model = ScriptedFakeModel(thesis_facts=2, script={"rewrite": [whole]})
+    result = ChainOfSummaries(model, cfg).summarize(make_document(8))
+    rewrite = result.iterations[1].summary
+    assert rewrite.count("The lease item 0 is") == 1 and "value 1B" in rewrite
+
+
 META = "The document provides a comprehensive overview of the lease and its items."
 
 

@@ -84,6 +84,7 @@ def test_parse_answers_json_lines_and_missing():
 def test_parse_summary_variants():
     assert parse_summary("Updated Summary: Rent is due.") == "Rent is due."
     assert parse_summary("**Updated Summary:** Rent is due.") == "Rent is due."
+    assert parse_summary("New sentences: Rent is due.") == "Rent is due."  # v4 rewrites
     assert parse_summary("```\nRent is due.\n```") == "Rent is due."
     assert parse_summary("<summary>\nRent\n</summary>") == "Rent"
     assert parse_summary("think\n####\nFinal text", draft=True) == "Final text"
