@@ -140,24 +140,18 @@ def run(args: argparse.Namespace) -> None:
 
 
 def score(args: argparse.Namespace) -> None:
-    from cos_integrations.engine import ModelRun
-    from cos_integrations.questions import QAPair
+    from slots import heldout_f1  # the same scoring as the slots benchmark
 
     qas = {(r := json.loads(line))["doc_id"]: r["qas"] for line in open(DATA)}
     with LocalModelServer(args.local_model, n_ctx=8192, reuse=False) as server:
         engine = ChainOfSummaries(server.chat_model(), CoSConfig.fast())
 
-        async def f1(summary: str, doc_id: str) -> float:
-            bank = [
-                QAPair(question=q["question"], answers=q["answers"], split="val")
-                for q in qas[doc_id][5:10]
-            ]
-            ev = await engine.evaluate(summary, bank, ModelRun(engine.llm, engine.config, doc_id))
-            return ev.val if not isinstance(ev, str) and ev.val is not None else 0.0
-
         for path in args.files:
             data = json.loads(path.read_text())
-            scores = [asyncio.run(f1(d["summary"], d["doc_id"])) for d in data["documents"]]
+            scores = [
+                asyncio.run(heldout_f1(engine, d["summary"], qas[d["doc_id"]][5:10]))
+                for d in data["documents"]
+            ]
             data["heldout_f1"] = round(sum(scores) / len(scores), 3)
             data["heldout_f1_by_doc"] = [round(s, 3) for s in scores]
             data["scored_with"] = engine.config.prompt_version
