@@ -27,6 +27,7 @@ __all__ = [
     "is_grounded",
     "echoes_question",
     "is_supported",
+    "supporting_sentence",
     "question_keys",
     "key_overlap",
     "focus_sentences",
@@ -197,14 +198,33 @@ def is_supported(
         >>> is_supported("Santa Clara", "Where did the owners meet in spring?", ctx)
         False
     """
+    return supporting_sentence(answer, question, context, min_overlap=min_overlap) is not None
+
+
+def supporting_sentence(
+    answer: str | None, question: str, context: str, *, min_overlap: float = SUPPORT_OVERLAP
+) -> str | None:
+    """The sentence of ``context`` that holds ``answer`` and the most of the question's
+    key words (at least ``min_overlap`` of them, and one; the first on a tie), or ``None``: the
+    evidence :func:`is_supported` looks for, and what an extractive refinement appends.
+
+    Example:
+        >>> ctx = "The Panthers lost. Kawann Short led the Panthers in sacks."
+        >>> supporting_sentence("Kawann Short", "Who led the Panthers in sacks?", ctx)
+        'Kawann Short led the Panthers in sacks.'
+    """
     if not is_grounded(answer, context):
-        return False
+        return None
     assert answer is not None
     keys = question_keys(question, exclude=answer)
-    return any(
-        is_grounded(answer, sentence) and key_overlap(keys, sentence) >= min_overlap
-        for sentence in split_sentences(context)
-    )
+    best: tuple[float, str] | None = None
+    for sentence in split_sentences(context):
+        if not is_grounded(answer, sentence):
+            continue
+        overlap = key_overlap(keys, sentence)
+        if overlap >= min_overlap and overlap > 0 and (best is None or overlap > best[0]):
+            best = (overlap, sentence)
+    return best[1] if best else None
 
 
 def focus_sentences(

@@ -1,12 +1,17 @@
 """Miss-triggered refinement: a query the summary could not answer teaches the summary.
 
-One round for a job ``(doc_id, query)`` (at most four model calls):
+One round for a job ``(doc_id, query)`` (three to seven model calls):
 
 1. answer the query from the full source; if the source is silent, close the job as
    ``not_in_source`` and remember it (the retriever then says "not in source" next time);
 2. add the pair to the document's question bank (origin ``miss``, refinement split);
-3. evaluate the current summary on the bank, rewrite it from the source to cover the query
-   (and other unanswered refinement questions, up to ``iq``), evaluate the rewrite;
+3. evaluate the current summary on the bank, then teach it the query (``teach``):
+   ``"extract"`` appends the source's own sentence that holds the answer and the most of
+   the query's key words (:func:`~cos_integrations.metrics.supporting_sentence`; no
+   model-written text), ``"rewrite"`` asks the model to rewrite the summary from the
+   source to cover the query (and other unanswered refinement questions, up to ``iq``)
+   and, if that still misses, for one sentence stating the answer; ``"both"`` tries the
+   first, then the second. Each candidate is evaluated on the bank;
 4. publish only if the query is now answered and validation did not drop by more than
    ``epsilon``: a compare-and-swap on the version in SQLite, then delete-and-add of the
    summary vector in Chroma. A crash between the two is repaired by the next ingest or
@@ -27,11 +32,12 @@ import threading
 from dataclasses import dataclass, field
 
 from ._sync import run_sync
-from .engine import ChainOfSummaries, ModelRun
+from .defaults import DEFAULT_REFINE_TEACH, REFINE_TEACH, RefineTeach
+from .engine import ChainOfSummaries, Evaluation, ModelRun
 from .errors import CoSError
 from .guard import summary_flags
 from .index import CoSIndex
-from .metrics import is_grounded, is_unanswered
+from .metrics import is_grounded, is_unanswered, normalize_answer, supporting_sentence
 from .prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
 from .questions import ParseError, QAPair, parse_answers, parse_summary
 from .refine_queue import RefineJob
@@ -62,6 +68,15 @@ class Refiner:
 
     Safe to run in several processes at once: jobs are leased in SQLite, versions are
     published by compare-and-swap, and a crashed worker's lease expires for another.
+    ``teach``: how a round teaches the summary a missed query: ``"extract"`` appends the
+    source's own sentence that answers it (no model-written text), ``"rewrite"`` asks the
+    model for a rewrite (then for one sentence stating the answer), ``"both"`` tries the
+    first, then the second; see the module docstring.
+
+    Example:
+        >>> refiner = Refiner(index, ChainOfSummaries(llm), teach="extract")  # doctest: +SKIP
+        >>> [o.status for o in refiner.run_once()]                         # doctest: +SKIP
+        ['published']
     """
 
     def __init__(
@@ -73,8 +88,12 @@ class Refiner:
         lease_seconds: float = 900.0,
         max_attempts: int = 3,
         worker_id: str | None = None,
+        teach: RefineTeach = DEFAULT_REFINE_TEACH,
     ) -> None:
+        if teach not in REFINE_TEACH:
+            raise ValueError(f"teach must be one of {REFINE_TEACH}, not {teach!r}")
         self.index = index
+        self.teach = teach
         self.engine = engine
         self.epsilon = epsilon
         self.lease_seconds = lease_seconds
@@ -164,54 +183,33 @@ class Refiner:
         before = await engine.evaluate(current.text, bank, run)
         if isinstance(before, str):
             raise ParseError("unparseable answers for the current summary")
-        others = [
-            q
-            for q in bank
-            if q.split == "train" and q.key != pair.key and not before.answered(q.question)
-        ][: max(0, cfg.questions_per_iteration - 1)]
-        asked = [pair, *others]
-        draft = cfg.strategy == "cos-draft"
-        msgs = engine.rewrite_prompt(source, current.text, [q.question for q in asked], draft=draft)
-        new_text, _ = await engine.rewrite(msgs, current.text, run, draft=draft)
-        if not new_text:
-            return RefineOutcome(
-                job.id, job.doc_id, job.query, "rejected", "empty rewrite", answer, usage=run.usage
+        taught: tuple[str, Evaluation] | None = None
+        if self.teach in ("extract", "both"):
+            taught = await self._extracted(current.text, source, job.query, answer, bank, run)
+        if taught is None and self.teach in ("rewrite", "both"):
+            taught = await self._rewritten(
+                job, pair, answer, current.text, source, bank, before, run
             )
-        after = await engine.evaluate(new_text, bank, run)
-        if isinstance(after, str):
-            raise ParseError("unparseable answers for the rewritten summary")
-        now_answered = after.answered(job.query)
-        got = next((sc.answer for sc in after.scores if sc.question == job.query), None)
-        log.info(
-            "refine %s: rewrite %r answers %r with %r (expected %r)",
-            job.doc_id,
-            new_text,
-            job.query,
-            got,
-            answer,
-        )
-        if not now_answered:
-            # Small models often re-copy the document and run out of room before the new
-            # fact. Fall back to one sentence stating the answer, appended to the summary.
-            raw = await run.call(
-                fact_messages(source, job.query, answer), max_tokens=80, task="fact"
-            )
-            fact = complete_sentences(parse_summary(raw).split("\n")[0])
-            if fact and is_grounded(fact, source):
-                candidate = f"{current.text.rstrip()} {fact}"
-                ev = await engine.evaluate(candidate, bank, run)
-                if not isinstance(ev, str) and ev.answered(job.query):
-                    new_text, after, now_answered = candidate, ev, True
-                    log.info("refine %s: appended %r", job.doc_id, fact)
-        drop = (before.val or 0.0) - (after.val or 0.0)
-        if not now_answered or drop > self.epsilon:
+        if taught is None:
             why = (
-                "the rewrite still does not answer the query"
-                if not now_answered
-                else f"validation dropped by {drop:.3f} > {self.epsilon}"
+                "no sentence of the source that answers the query teaches the summary"
+                if self.teach == "extract"
+                else "the rewrite still does not answer the query"
             )
             return RefineOutcome(
                 job.id, job.doc_id, job.query, "rejected", why, answer, usage=run.usage
+            )
+        new_text, after = taught
+        drop = (before.val or 0.0) - (after.val or 0.0)
+        if drop > self.epsilon:
+            return RefineOutcome(
+                job.id,
+                job.doc_id,
+                job.query,
+                "rejected",
+                f"validation dropped by {drop:.3f} > {self.epsilon}",
+                answer,
+                usage=run.usage,
             )
         # 4. Publish (compare-and-swap), then the vector.
         version = store.publish_version(
@@ -250,6 +248,82 @@ class Refiner:
             version,
             usage=run.usage,
         )
+
+    async def _rewritten(
+        self,
+        job: RefineJob,
+        pair: QAPair,
+        answer: str,
+        summary: str,
+        source: str,
+        bank: list[QAPair],
+        before: Evaluation,
+        run: ModelRun,
+    ) -> tuple[str, Evaluation] | None:
+        """The model's rewrite covering the query (and up to ``iq - 1`` other unanswered
+        refinement questions), or else one sentence it writes stating the answer, appended;
+        with its evaluation on ``bank``, when it answers the query; ``None`` otherwise."""
+        engine, cfg = self.engine, self.engine.config
+        others = [
+            q
+            for q in bank
+            if q.split == "train" and q.key != pair.key and not before.answered(q.question)
+        ][: max(0, cfg.questions_per_iteration - 1)]
+        asked = [pair, *others]
+        draft = cfg.strategy == "cos-draft"
+        msgs = engine.rewrite_prompt(source, summary, [q.question for q in asked], draft=draft)
+        new_text, _ = await engine.rewrite(msgs, summary, run, draft=draft)
+        if new_text:
+            after = await engine.evaluate(new_text, bank, run)
+            if isinstance(after, str):
+                raise ParseError("unparseable answers for the rewritten summary")
+            got = next((sc.answer for sc in after.scores if sc.question == job.query), None)
+            log.info(
+                "refine %s: rewrite %r answers %r with %r (expected %r)",
+                job.doc_id,
+                new_text,
+                job.query,
+                got,
+                answer,
+            )
+            if after.answered(job.query):
+                return new_text, after
+        # Small models often re-copy the document and run out of room before the new
+        # fact. Fall back to one sentence stating the answer, appended to the summary.
+        raw = await run.call(fact_messages(source, job.query, answer), max_tokens=80, task="fact")
+        fact = complete_sentences(parse_summary(raw).split("\n")[0])
+        if fact and is_grounded(fact, source):
+            candidate = f"{summary.rstrip()} {fact}"
+            ev = await engine.evaluate(candidate, bank, run)
+            if not isinstance(ev, str) and ev.answered(job.query):
+                log.info("refine %s: appended %r", job.doc_id, fact)
+                return candidate, ev
+        return None
+
+    async def _extracted(
+        self,
+        summary: str,
+        source: str,
+        query: str,
+        answer: str,
+        bank: list[QAPair],
+        run: ModelRun,
+    ) -> tuple[str, Evaluation] | None:
+        """The summary with the source's sentence that answers ``query`` appended (the one
+        holding ``answer`` and the most of the query's key words, at least one), and its
+        evaluation on ``bank``, when that summary answers the query; ``None`` when the
+        source has no such sentence, the summary already holds it, or it still misses."""
+        sentence = supporting_sentence(answer, query, source, min_overlap=0.0)
+        if sentence is None or normalize_answer(sentence) in normalize_answer(summary):
+            return None
+        candidate = f"{summary.rstrip()} {sentence.strip()}"
+        ev = await self.engine.evaluate(candidate, bank, run)
+        if isinstance(ev, str):
+            raise ParseError("unparseable answers for the summary with the source's sentence")
+        if not ev.answered(query):
+            return None
+        log.info("refine: appended the source's sentence %r", sentence)
+        return candidate, ev
 
     def _source_for(self, text: str, job: RefineJob) -> str:
         """The full source, or its best chunks when it does not fit the context."""

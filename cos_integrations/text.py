@@ -37,14 +37,52 @@ def tokens_for_chars(chars: int) -> int:
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
+# a line that starts a block of its own: a list item, a heading, a quote, a table row
+_NUMBERED = re.compile(r"\d+[.)]")
+_BLOCK = re.compile(r"\s*(?:[-*+>|#]|\d+[.)]\s)")
+
+
+def _paragraph_lines(text: str) -> list[str]:
+    """The text's lines with hard-wrapped ones joined: a line continues the one before it
+    unless a blank line separates them or it starts a block (list item, heading, ...)."""
+    units: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        if not line.strip() or (current and _BLOCK.match(line)):
+            if current:
+                units.append(" ".join(current))
+            current = []
+        if line.strip():
+            current.append(line.strip())
+    if current:
+        units.append(" ".join(current))
+    return units
+
+
 def split_sentences(text: str) -> list[str]:
-    """Sentences (split after ``.``, ``!`` or ``?``) and lines, stripped, empty ones dropped.
+    r"""Sentences (split after ``.``, ``!`` or ``?``), stripped, empty ones dropped. A
+    sentence hard-wrapped over lines stays whole; a blank line, a list item or a heading
+    always starts a new one.
 
     Example:
         >>> split_sentences("One. Two! Three")
         ['One.', 'Two!', 'Three']
+        >>> split_sentences("Bicycles must\nbe stored inside.\n\n# Keys\n- one key\n- two")
+        ['Bicycles must be stored inside.', '# Keys', '- one key', '- two']
     """
-    return [s.strip() for line in text.splitlines() for s in _SENTENCE.split(line) if s.strip()]
+    out: list[str] = []
+    for line in _paragraph_lines(text):
+        marker = ""
+        for piece in _SENTENCE.split(line):
+            piece = piece.strip()
+            if _NUMBERED.fullmatch(piece):  # "1." of a numbered item: not a sentence
+                marker = f"{marker}{piece} "
+            elif piece:
+                out.append(marker + piece)
+                marker = ""
+        if marker:
+            out.append(marker.strip())
+    return out
 
 
 def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:

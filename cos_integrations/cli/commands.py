@@ -13,11 +13,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..defaults import (
+    DEFAULT_REFINE_TEACH,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_VERIFY_CHUNK,
     HIT_CONTEXTS,
     PRESET_NAMES,
+    REFINE_TEACH,
 )
 from .common import (
     BaseUrlOpt,
@@ -29,6 +31,7 @@ from .common import (
     RejectEchoOpt,
     RequireSupportOpt,
     StoreUrlOpt,
+    TeachOpt,
     ThresholdOpt,
     VerifyChunkOpt,
     VerifyRouteOpt,
@@ -258,6 +261,7 @@ def refine(
     watch: Annotated[bool, typer.Option("--watch", help="Keep polling for new jobs.")] = False,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
+    teach: TeachOpt = DEFAULT_REFINE_TEACH,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -270,6 +274,8 @@ def refine(
     setup_logging(verbose)
     if once and watch:
         raise typer.BadParameter("--once and --watch exclude each other")
+    if teach not in REFINE_TEACH:
+        raise typer.BadParameter(f"--teach must be one of {', '.join(REFINE_TEACH)}, not {teach!r}")
     if workers > 1:
         import subprocess
         import sys
@@ -283,6 +289,8 @@ def refine(
             str(index),
             "--poll",
             str(poll),
+            "--teach",
+            teach,
         ] + (["--watch"] if watch else [])
         for opt, val in (
             ("--model", model),
@@ -311,7 +319,7 @@ def refine(
         n_ctx=idx.config.context_tokens,
         echo=console.print,
     ) as llm:
-        refiner = Refiner(idx, ChainOfSummaries(llm, idx.config))
+        refiner = Refiner(idx, ChainOfSummaries(llm, idx.config), teach=teach)  # type: ignore[arg-type]
         failed = 0
         while True:
             for o in refiner.run_once():

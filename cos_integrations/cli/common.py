@@ -23,6 +23,7 @@ __all__ = [
     "StoreUrlOpt",
     "ThresholdOpt",
     "HitContextOpt",
+    "TeachOpt",
     "RejectEchoOpt",
     "RequireSupportOpt",
     "VerifyChunkOpt",
@@ -82,6 +83,14 @@ HitContextOpt = Annotated[
     typer.Option(
         help="What the judge reads: summaries, best, best+chunk or focused (default: the "
         "product's)."
+    ),
+]
+TeachOpt = Annotated[
+    str,
+    typer.Option(
+        help="How a refinement round teaches a summary a missed query: extract (append the "
+        "source's sentence that answers it), rewrite (the model rewrites) or both (extract, "
+        "then rewrite)."
     ),
 ]
 RejectEchoOpt = Annotated[

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..defaults import (
+    DEFAULT_REFINE_TEACH,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_VERIFY_CHUNK,
@@ -22,6 +23,7 @@ from .common import (
     ModelOpt,
     RejectEchoOpt,
     RequireSupportOpt,
+    TeachOpt,
     ThresholdOpt,
     VerifyChunkOpt,
     VerifyRouteOpt,
@@ -61,6 +63,7 @@ def eval_command(
             help="fallback: ask half the questions as traffic, refine, re-test the other half."
         ),
     ] = False,
+    refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
     k: Annotated[int, typer.Option("--k", min=1, help="rag/fallback: top-k.")] = 2,
     threshold: ThresholdOpt = None,
     judge: Annotated[str, typer.Option(help="fallback: llm or score.")] = "llm",
@@ -128,6 +131,7 @@ def eval_command(
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,
+            refine_teach=refine_teach,  # type: ignore[arg-type],
         )
     except ValueError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")

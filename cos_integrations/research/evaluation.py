@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..config import CoSConfig
+from ..defaults import DEFAULT_REFINE_TEACH, RefineTeach
 from ..engine import ChainOfSummaries, ModelRun
 from ..metrics import exact_match, squad_f1
 from ..model import ChatModel
@@ -213,6 +214,10 @@ class RetrievalEvalOptions(BaseModel):
     summaries_from: str | None = None
     test_half: bool = Field(
         False, description="ask only the second half of each document's questions"
+    )
+    refine_teach: RefineTeach = Field(
+        DEFAULT_REFINE_TEACH,
+        description="refine_from_traffic: how a round teaches a summary (Refiner(teach=))",
     )
 
 
@@ -415,7 +420,8 @@ async def _retrieval(
             rec.update(_agg(before))
             if traffic:
                 rec["traffic"] = [await fallback(q, traffic=True) for q in traffic]
-                outcomes = await Refiner(index, ChainOfSummaries(llm, config)).arun_once()
+                refiner = Refiner(index, ChainOfSummaries(llm, config), teach=options.refine_teach)
+                outcomes = await refiner.arun_once()
                 rec["refine"] = [
                     {"doc_id": o.doc_id, "query": o.query, "status": o.status, "reason": o.reason}
                     for o in outcomes

@@ -184,6 +184,30 @@ def test_is_supported_needs_one_sentence_with_the_answer_and_the_question():
     assert is_supported("Levi's Stadium", "What was Levi's Stadium?", ctx)
 
 
+def test_supporting_sentence_is_the_one_that_speaks_of_the_question():
+    from cos_integrations.metrics import supporting_sentence
+
+    ctx = (
+        "The Broncos beat the Panthers in Santa Clara. The Broncos had beaten the Patriots "
+        "in the AFC Championship. The Panthers lost to the Broncos in Super Bowl 50."
+    )
+    q = "Who did the Panthers lose Super Bowl 50 to?"
+    # three sentences hold "Broncos"; the last holds the question's key words
+    assert supporting_sentence("the Broncos", q, ctx) == (
+        "The Panthers lost to the Broncos in Super Bowl 50."
+    )
+    assert supporting_sentence("the Patriots", q, ctx) is None  # its sentence is elsewhere
+    assert supporting_sentence("the Giants", q, ctx) is None
+    # min_overlap=0: any sentence with the answer and one of the key words (refinement's bar)
+    assert supporting_sentence("the Patriots", "Who lost the AFC title?", ctx, min_overlap=0.0) == (
+        "The Broncos had beaten the Patriots in the AFC Championship."
+    )
+    assert (
+        supporting_sentence("the Patriots", "Who played in the final?", ctx, min_overlap=0.0)
+        is None
+    )
+
+
 def test_require_support_turns_an_unrelated_pick_into_a_miss(filled):
     index, model = filled
     index.store.publish_version(

@@ -65,3 +65,29 @@ def test_grounding_rejects_answers_not_in_the_context():
     assert not is_grounded(None, context)
     assert is_grounded("1,150 euros", "The rent is 1,150 euros.")
     assert not is_grounded("1,250 euros", "The rent is 1,150 euros.")
+
+
+def test_sentences_survive_hard_wrapped_lines():
+    from cos_integrations.text import chunk_text, split_sentences
+
+    text = (
+        "# House rules\n\n"
+        "A replacement key costs 25 euros. Bicycles must\n"
+        "be stored in the bicycle room, not in the stairwell.\n"
+        "- Quiet hours: 22:00 to 07:00\n"
+        "- No smoking\n\n"
+        "1. Report faults\n"
+        "within three days."
+    )
+    assert split_sentences(text) == [
+        "# House rules",
+        "A replacement key costs 25 euros.",
+        "Bicycles must be stored in the bicycle room, not in the stairwell.",
+        "- Quiet hours: 22:00 to 07:00",
+        "- No smoking",
+        "1. Report faults within three days.",
+    ]
+    # a chunk never ends inside the wrapped sentence
+    assert "Bicycles must be stored in the bicycle room" in " ".join(
+        chunk_text(text, words=12, overlap=0)
+    )

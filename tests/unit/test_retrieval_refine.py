@@ -1,6 +1,7 @@
 """Fallback retrieval and miss-triggered refinement over a real Chroma index."""
 
 import asyncio
+import json
 
 import pytest
 from fakes import ScriptedFakeModel, facts, make_document
@@ -113,7 +114,7 @@ def test_rewrite_that_does_not_answer_falls_back_to_an_appended_fact(filled):
     index, engine, model = filled
     model.rewrite_adds = False  # the rewrite never adds the fact (as the 1.5B model did)
     retriever(index, model).retrieve("What is the lease item 7?")
-    (outcome,) = Refiner(index, engine).run_once()
+    (outcome,) = Refiner(index, engine, teach="rewrite").run_once()
     assert outcome.status == "published" and model.counts["fact"] == 1
     current = index.store.current_summary("lease").text
     assert current.endswith("The lease item 7 is value 7h.")
@@ -125,9 +126,66 @@ def test_rewrite_and_fact_that_do_not_answer_are_rejected(filled):
     model.rewrite_adds = False
     model.script["fact"] = ["The weather is nice."] * 3
     retriever(index, model).retrieve("What is the lease item 7?")
-    (outcome,) = Refiner(index, engine).run_once()
+    (outcome,) = Refiner(index, engine, teach="rewrite").run_once()
     assert outcome.status == "rejected" and "still does not answer" in outcome.reason
     assert index.store.current_summary("lease").version == 1
+
+
+def test_extract_appends_the_source_sentence_without_a_rewrite(filled):
+    index, engine, model = filled
+    model.rewrite_adds = False  # no rewrite could teach it: the source's sentence does
+    retriever(index, model).retrieve("What is the lease item 7?")
+    (outcome,) = Refiner(index, engine).run_once()
+    assert outcome.status == "published"
+    assert (model.counts["rewrite"], model.counts["fact"]) == (0, 0)
+    assert outcome.usage.calls == 3  # source answer, the bank on v1, the bank on v2
+    current = index.store.current_summary("lease").text
+    assert current == index.store.versions("lease")[0].text + " The lease item 7 is value 7h."
+
+
+def _unknown_answers(messages) -> str:
+    block = messages[-1]["content"].split("\n\nReply", 1)[0]
+    n = len([line for line in block.splitlines() if line[:1].isdigit()])
+    return json.dumps({"answers": [{"id": i, "answer": "I don't know"} for i in range(1, n + 1)]})
+
+
+def test_extract_that_does_not_teach_falls_back_to_a_rewrite(filled):
+    index, engine, model = filled
+    retriever(index, model).retrieve("What is the lease item 7?")
+    # the bank on v1 as usual; on the appended summary the model answers nothing
+    model.script["answer"] = [None, _unknown_answers]
+    (outcome,) = Refiner(index, engine, teach="both").run_once()
+    assert outcome.status == "published" and model.counts["rewrite"] == 1
+    assert "value 7h" in index.store.current_summary("lease").text
+
+
+def test_extract_skips_a_sentence_the_summary_already_holds(filled):
+    index, engine, model = filled
+    summary = index.store.current_summary("lease").text
+    assert "The lease item 0 is value 0a." in summary
+    index.store.enqueue("lease", "What is the lease item 0?")
+    (outcome,) = Refiner(index, engine).run_once()  # the default: extract only
+    assert outcome.status == "rejected" and model.counts["rewrite"] == 0
+    assert "The parking item 0 is value 0a." in index.store.current_summary("parking").text
+    index.store.enqueue("parking", "What is the parking item 0?")
+    Refiner(index, engine, teach="both").run_once()
+    assert model.counts["rewrite"] == 1  # nothing to append: the rewrite was asked
+
+
+def test_extract_only_rejects_what_no_source_sentence_teaches(filled):
+    index, engine, model = filled
+    retriever(index, model).retrieve("What is the lease item 7?")
+    model.script["answer"] = [None, _unknown_answers]
+    (outcome,) = Refiner(index, engine, teach="extract").run_once()
+    assert outcome.status == "rejected" and "no sentence of the source" in outcome.reason
+    assert (model.counts["rewrite"], model.counts["fact"]) == (0, 0)
+    assert index.store.current_summary("lease").version == 1
+
+
+def test_teach_must_be_a_known_mode(filled):
+    index, engine, _ = filled
+    with pytest.raises(ValueError, match="teach must be one of"):
+        Refiner(index, engine, teach="paraphrase")
 
 
 def test_pinned_document_gets_a_suggestion_not_a_new_version(filled):
