@@ -145,10 +145,12 @@ def no_alert(driver) -> bool:
 
 def flash(driver, words: str) -> str:
     """The confirmation on the page a form led to (waits for that page to load)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, 30).until(
+    # the old page's element goes stale when the new page replaces it mid-read: look again
+    WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
         lambda d: words in " ".join(e.text for e in d.find_elements(By.ID, "flash"))
     )
     return driver.find_element(By.ID, "flash").text
