@@ -131,7 +131,7 @@ def eval_command(
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,
-            refine_teach=refine_teach,  # type: ignore[arg-type],
+            refine_teach=refine_teach,  # type: ignore[arg-type]
         )
     except ValueError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
