@@ -30,15 +30,11 @@ from pathlib import Path
 from cos_integrations.metrics import normalize_answer, supporting_sentence
 
 
-def _facts(question: str, answers: list[str], text: str) -> set[str]:
+def _answering(question: str, answers: list[str], text: str) -> dict[str, str]:
+    """The source sentences that answer ``question`` (one per gold answer), by their
+    normalised text: the keys are the "facts" compared across questions."""
     found = (supporting_sentence(a, question, text) for a in answers)
-    return {normalize_answer(s) for s in found if s}
-
-
-def _sentences(question: str, answers: list[str], text: str, taught: set[str]) -> list[str]:
-    """The source sentences that answer ``question`` and are among ``taught``."""
-    found = (supporting_sentence(a, question, text) for a in answers)
-    return [s for s in dict.fromkeys(x for x in found if x) if normalize_answer(s) in taught]
+    return {normalize_answer(s): s for s in found if s}
 
 
 def _why(row: dict, threshold: float) -> str:
@@ -75,10 +71,12 @@ def main() -> None:
     for d in first:
         qas = d["qas"][: args.questions]
         half = len(qas) // 2
-        taught = set().union(*(_facts(q["question"], q["answers"], d["text"]) for q in qas[:half]))
+        taught = set().union(
+            *(set(_answering(q["question"], q["answers"], d["text"])) for q in qas[:half])
+        )
         for q in qas[half:]:
             total += 1
-            facts = _facts(q["question"], q["answers"], d["text"])
+            facts = set(_answering(q["question"], q["answers"], d["text"]))
             unsupported += not facts
             shared += bool(facts & taught)
     print(f"## The data: the first {len(first)} documents of {args.data.name}\n")
@@ -116,10 +114,11 @@ def main() -> None:
             taught = set()
             for t in r["traffic"]:
                 q = qas[t["question"]]
-                taught |= _facts(q["question"], q["answers"], d["text"])
+                taught |= set(_answering(q["question"], q["answers"], d["text"]))
             for b, a in zip(r["questions"], r["questions_after"], strict=True):
                 q = qas[b["question"]]
-                shared = _sentences(q["question"], q["answers"], d["text"], taught)
+                answering = _answering(q["question"], q["answers"], d["text"])
+                shared = [x for key, x in answering.items() if key in taught]
                 if not b["hit"] and shared:
                     reach += 1
                     if index is not None:
