@@ -12,8 +12,10 @@ import sys
 from pathlib import Path
 
 from cos_integrations.research.evaluation import (
+    ABLATION_COLUMNS,
     RETRIEVAL_COLUMNS,
-    RETRIEVAL_METHODS,
+    ablation_table,
+    is_retrieval,
     retrieval_table,
 )
 
@@ -42,7 +44,7 @@ def report(path: Path) -> str:
     lines.append("| method | docs | " + " | ".join(c[1] for c in COLUMNS) + " |")
     lines.append("|---" * (len(COLUMNS) + 2) + "|")
     for name, v in m.items():
-        if name in RETRIEVAL_METHODS:
+        if is_retrieval(name):
             continue
         cells = [fmt.format(v[k]) if k in v else "" for k, _, fmt in COLUMNS]
         lines.append(f"| {name} | {v['docs']} | " + " | ".join(cells) + " |")
@@ -72,6 +74,11 @@ def report(path: Path) -> str:
         lines += ["", "| " + " | ".join(RETRIEVAL_COLUMNS) + " |"]
         lines.append("|---" * len(RETRIEVAL_COLUMNS) + "|")
         lines += ["| " + " | ".join(row) + " |" for row in rows]
+        ablation = ablation_table(m)
+        if ablation:
+            lines += ["", "| " + " | ".join(ABLATION_COLUMNS) + " |"]
+            lines.append("|---" * len(ABLATION_COLUMNS) + "|")
+            lines += ["| " + " | ".join(row) + " |" for row in ablation]
         fb = m.get("fallback", {})
         if fb.get("refine_outcomes"):
             lines += ["", f"refine jobs: {fb['refine_outcomes']}"]

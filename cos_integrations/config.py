@@ -25,7 +25,7 @@ from .prompts import PROMPT_VERSION
 
 __all__ = ["CoSConfig", "Strategy", "PRESETS"]
 
-Strategy = Literal["cos", "cos-draft", "density", "zero-shot", "mini"]
+Strategy = Literal["cos", "cos-draft", "cos-extract", "density", "zero-shot", "mini"]
 
 
 class CoSConfig(BaseModel):
@@ -95,8 +95,16 @@ class CoSConfig(BaseModel):
         return cls(**{**base, **overrides})
 
     @classmethod
+    def tiered(cls, **overrides: object) -> CoSConfig:
+        """The tiered mode: a zero-shot summary at ingest (one call a document); the Chain
+        of Summaries rounds run later, where traffic is (``cos refine --deepen``,
+        :meth:`Refiner.adeepen <cos_integrations.refine.Refiner.adeepen>`), with this
+        config's question bank and rounds."""
+        return cls(**{"strategy": "zero-shot", **overrides})
+
+    @classmethod
     def preset(cls, name: str, **overrides: object) -> CoSConfig:
-        """A named preset: ``default``, ``fast`` or ``paper``."""
+        """A named preset: ``default``, ``fast``, ``paper`` or ``tiered``."""
         try:
             return PRESETS[name](**overrides)
         except KeyError:
@@ -108,4 +116,10 @@ class CoSConfig(BaseModel):
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-PRESETS = dict(zip(PRESET_NAMES, (CoSConfig, CoSConfig.fast, CoSConfig.paper), strict=True))
+PRESETS = dict(
+    zip(
+        PRESET_NAMES,
+        (CoSConfig, CoSConfig.fast, CoSConfig.paper, CoSConfig.tiered),
+        strict=True,
+    )
+)

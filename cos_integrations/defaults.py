@@ -63,7 +63,7 @@ DEFAULT_VERIFY_ROUTE: bool | None = None
 CALIBRATION_QUANTILE = 0.25
 
 # the names of CoSConfig's presets (cos_integrations.config.PRESETS maps them to configs)
-PRESET_NAMES: tuple[str, ...] = ("default", "fast", "paper")
+PRESET_NAMES: tuple[str, ...] = ("default", "fast", "paper", "tiered")
 
 # How a refinement round teaches a summary a missed query (Refiner(teach=)): append the
 # source's own sentence that answers it ("extract"), the model's rewrite ("rewrite"), or

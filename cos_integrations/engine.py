@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ._sync import run_sync
 from .config import CoSConfig
 from .errors import CoSError, CoSModelError, CoSOutputError
-from .metrics import is_unanswered, normalize_answer, squad_f1
+from .metrics import is_unanswered, normalize_answer, squad_f1, supporting_sentence
 from .model import ChatModel
 from .prompts import (
     ANSWERS_SCHEMA,
@@ -52,6 +53,7 @@ __all__ = [
     "Evaluation",
     "PROMPT_OVERHEAD_TOKENS",
     "select_iteration",
+    "extract_answers",
 ]
 
 log = logging.getLogger(__name__)
@@ -213,8 +215,67 @@ class ChainOfSummaries:
             for q in (questions or [])
         ]
         run = ModelRun(self.llm, self.config, doc_id)
+        return await self._finish(self._dispatch(text, run, human), run, text, doc_id)
+
+    async def adeepen(
+        self,
+        text: str,
+        summary: str,
+        *,
+        questions: Sequence[QAPair] = (),
+        doc_id: str | None = None,
+        strategy: Literal["cos", "cos-extract"] = "cos-extract",
+    ) -> CoSResult:
+        """Chain of Summaries rounds on a summary that already exists (the tiered mode: a
+        zero-shot summary at ingest, the rounds later, for documents that get traffic).
+
+        A question bank is generated from ``text`` and ``questions`` (e.g. the queries the
+        summary missed) join it as refinement questions; ``summary`` is iteration 0 and the
+        rounds (``strategy``: appended source sentences, or the model's rewrites) keep the
+        iteration that scores best on validation, so ``result.best_iteration == 0`` means
+        no round beat ``summary``. Documents longer than one prompt are not deepened
+        (``ValueError``): their question bank would not fit.
+
+        Example:
+            >>> cos = ChainOfSummaries(llm, CoSConfig())                    # doctest: +SKIP
+            >>> r = await cos.adeepen(text, zero_shot_summary)              # doctest: +SKIP
+            >>> r.best_iteration > 0 and r.summary                          # doctest: +SKIP
+        """
+        if strategy not in ("cos", "cos-extract"):
+            raise ValueError(f"strategy must be 'cos' or 'cos-extract', not {strategy!r}")
+        if not summary.strip():
+            raise ValueError(f"document {doc_id or '<text>'}: no summary to deepen")
+        if self.count_tokens(text) > self.source_budget:
+            raise ValueError(
+                f"document {doc_id or '<text>'} is longer than one prompt "
+                f"({self.source_budget} tokens): not deepened"
+            )
+        run = ModelRun(self.llm, self.config, doc_id)
+
+        async def rounds() -> CoSResult:
+            bank = await self._question_bank(text, run, [])
+            known = {q.key for q in bank}
+            extra = [
+                q.model_copy(update={"split": "train"}) for q in questions if q.key not in known
+            ]
+            return await self._refine(
+                text,
+                summary,
+                bank + extra,
+                run,
+                strategy=strategy,
+                draft=False,
+                extract=strategy == "cos-extract",
+            )
+
+        return await self._finish(rounds(), run, text, doc_id)
+
+    async def _finish(
+        self, work: Awaitable[CoSResult], run: ModelRun, text: str, doc_id: str | None
+    ) -> CoSResult:
+        """Await ``work`` and fill in what every result carries (usage, tokens, hash)."""
         try:
-            result = await self._dispatch(text, run, human)
+            result = await work
         except Exception as exc:
             exc.usage = run.usage  # type: ignore[attr-defined]  # what the failed run cost
             raise
@@ -281,7 +342,7 @@ class ChainOfSummaries:
             return await self._mini(text, run)
         if cfg.strategy == "density":
             return await self._density(text, run)
-        return await self._cos(text, run, human, draft=cfg.strategy == "cos-draft")
+        return await self._cos(text, run, human, strategy=cfg.strategy)
 
     async def _zero_shot(self, text: str, run: ModelRun) -> CoSResult:
         summary = await self._thesis(text, run)
@@ -381,12 +442,19 @@ class ChainOfSummaries:
 
     # ----------------------------------------------------------------- CoS proper
     async def _cos(
-        self, text: str, run: ModelRun, human: list[QAPair], *, draft: bool
+        self, text: str, run: ModelRun, human: list[QAPair], *, strategy: str
     ) -> CoSResult:
         thesis = await self._thesis(text, run)
         bank = await self._question_bank(text, run, human)
-        strategy = "cos-draft" if draft else "cos"
-        return await self._refine(text, thesis, bank, run, strategy=strategy, draft=draft)
+        return await self._refine(
+            text,
+            thesis,
+            bank,
+            run,
+            strategy=strategy,
+            draft=strategy == "cos-draft",
+            extract=strategy == "cos-extract",
+        )
 
     async def _question_bank(self, text: str, run: ModelRun, human: list[QAPair]) -> list[QAPair]:
         cfg = self.config
@@ -526,8 +594,15 @@ class ChainOfSummaries:
         draft: bool,
         kind: str = "thesis",
         with_answers: bool = False,
+        extract: bool = False,
     ) -> CoSResult:
-        """The evaluate/rewrite loop shared by whole documents and merged long documents."""
+        """The evaluate/rewrite loop shared by whole documents and merged long documents.
+
+        ``extract`` (strategy ``"cos-extract"``): a round's synthesis appends the source's
+        own sentences that answer the chosen failed questions
+        (:func:`~cos_integrations.metrics.supporting_sentence`) instead of asking the model
+        for a rewrite, so a round costs one call (the evaluation) and adds no text the
+        source does not state."""
         cfg = self.config
         result = CoSResult(strategy=strategy, summary=thesis, best_iteration=0, questions=bank)
         first = IterationRecord(index=0, kind=kind, summary=thesis)  # type: ignore[arg-type]
@@ -562,20 +637,32 @@ class ChainOfSummaries:
             ]
             for q in chosen:
                 uses[q.question] += 1
-            msgs = self.rewrite_prompt(
-                source,
-                current,
-                [q.question for q in chosen],
-                draft=draft,
-                answers=[q.answers[0] for q in chosen] if with_answers else None,
+            msgs = (
+                []
+                if extract
+                else self.rewrite_prompt(
+                    source,
+                    current,
+                    [q.question for q in chosen],
+                    draft=draft,
+                    answers=[q.answers[0] for q in chosen] if with_answers else None,
+                )
             )
             record = IterationRecord(
                 index=index, kind="rewrite", summary="", questions_used=[q.question for q in chosen]
             )
             result.iterations.append(record)
-            new, raw = await self.rewrite(msgs, current, run, draft=draft)
+            if extract:
+                new, raw = extract_answers(source, current, chosen), ""
+            else:
+                new, raw = await self.rewrite(msgs, current, run, draft=draft)
             if not new:
-                run.warn(f"round {index}: the rewrite was empty; keeping the previous summary")
+                run.warn(
+                    f"round {index}: no source sentence answers the chosen questions; "
+                    "keeping the previous summary"
+                    if extract
+                    else f"round {index}: the rewrite was empty; keeping the previous summary"
+                )
                 record.failed, record.raw_output, record.accepted = True, raw, False
                 stale += 1
                 continue
@@ -653,9 +740,11 @@ class ChainOfSummaries:
             else []
         )
         bank = dedupe([q for p in parts for q in p.questions] + human_bank)
-        if cfg.strategy in ("cos", "cos-draft"):
+        if cfg.strategy in ("cos", "cos-draft", "cos-extract"):
+            extract = cfg.strategy == "cos-extract"
             result = await self._refine(
-                merged_source(summaries),
+                # extraction appends the document's own sentences, not the sections' summaries'
+                text if extract else merged_source(summaries),
                 merged,
                 bank,
                 run,
@@ -663,6 +752,7 @@ class ChainOfSummaries:
                 draft=cfg.strategy == "cos-draft",
                 kind="merge",
                 with_answers=True,
+                extract=extract,
             )
         else:
             result = CoSResult(
@@ -713,6 +803,30 @@ def _rewrite_tokens(cfg: CoSConfig, current: str, engine: ChainOfSummaries) -> i
     already over budget must not be cut before the facts it was asked to add."""
     wanted = max(_summary_tokens(cfg), int(engine.count_tokens(current) * 1.2) + 80)
     return min(cfg.max_output_tokens, wanted)
+
+
+def extract_answers(source: str, current: str, questions: Sequence[QAPair]) -> str:
+    """``current`` with the source's own sentence answering each of ``questions`` appended
+    (the one holding the question's answer and the most of its key words), skipping
+    sentences the summary already holds; ``""`` when no question has such a sentence.
+
+    Example:
+        >>> src = "Rent is due on the 5th. Pets need written consent."
+        >>> q = QAPair(question="What do pets need?", answers=["written consent"])
+        >>> extract_answers(src, "Rent is due on the 5th.", [q])
+        'Rent is due on the 5th. Pets need written consent.'
+    """
+    have = normalize_answer(current)
+    added: list[str] = []
+    for q in questions:
+        for answer in q.answers:
+            sentence = supporting_sentence(answer, q.question, source, min_overlap=0.0)
+            if sentence and normalize_answer(sentence) not in have and sentence not in added:
+                added.append(" ".join(sentence.split()))
+                break
+    if not added:
+        return ""
+    return " ".join([current.rstrip(), *added])
 
 
 def _refusal(pair: QAPair) -> bool:

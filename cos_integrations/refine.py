@@ -117,6 +117,94 @@ class Refiner:
             outcomes.append(await self.arefine(job))
         return outcomes
 
+    def deepen_candidates(self, limit: int | None = None) -> list[str]:
+        """Documents that got traffic and whose summary no Chain of Summaries round has
+        tested yet (no synthetic question bank: a zero-shot summary), the most misses
+        first, then the most hits; what :meth:`adeepen` works on in the tiered mode."""
+        rows = self.index.store.query(
+            "SELECT e.doc_id, SUM(CASE WHEN e.kind='miss' THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN e.kind='hit' THEN 1 ELSE 0 END) FROM events e"
+            " WHERE e.doc_id IS NOT NULL AND e.kind IN ('hit', 'miss') AND NOT EXISTS"
+            " (SELECT 1 FROM questions q WHERE q.doc_id=e.doc_id AND q.origin='synthetic')"
+            " GROUP BY e.doc_id ORDER BY 2 DESC, 3 DESC, e.doc_id"
+        )
+        ids = [r[0] for r in rows]
+        return ids[:limit] if limit is not None else ids
+
+    def deepen(
+        self, limit: int | None = None, *, strategy: str = "cos-extract"
+    ) -> list[RefineOutcome]:
+        """Sync wrapper of :meth:`adeepen_traffic`."""
+        return run_sync(self.adeepen_traffic(limit, strategy=strategy))
+
+    async def adeepen_traffic(
+        self, limit: int | None = None, *, strategy: str = "cos-extract"
+    ) -> list[RefineOutcome]:
+        """:meth:`adeepen` the :meth:`deepen_candidates`, one after the other."""
+        candidates = await asyncio.to_thread(self.deepen_candidates, limit)
+        return [await self.adeepen(doc_id, strategy=strategy) for doc_id in candidates]
+
+    async def adeepen(self, doc_id: str, *, strategy: str = "cos-extract") -> RefineOutcome:
+        """Chain of Summaries rounds on a document's current summary
+        (:meth:`ChainOfSummaries.adeepen`, the queries it missed joining the bank); the
+        best round is published (compare-and-swap) when it beat the current summary on
+        validation. The bank is stored either way, so the document is deepened once and
+        later refinements validate against it. Never raises for model or parse errors.
+        Job id 0: a deepening is not a queued job."""
+        store = self.index.store
+        doc = store.get_document(doc_id)
+        current = store.current_summary(doc_id)
+        if doc is None or current is None:
+            return RefineOutcome(0, doc_id, "", "rejected", "no document or no summary")
+        missed = [q for q in store.questions(doc_id) if q.origin == "miss"]
+        try:
+            result = await self.engine.adeepen(
+                doc.text,
+                current.text,
+                questions=missed,
+                doc_id=doc_id,
+                strategy=strategy,  # type: ignore[arg-type]
+            )
+        except (CoSError, ParseError, OSError, ValueError) as exc:
+            log.warning("deepening %s failed: %s", doc_id, exc)
+            return RefineOutcome(0, doc_id, "", "failed", str(exc))
+        for q in result.questions:
+            if q.origin != "miss":
+                store.add_question(doc_id, q)
+        if result.best_iteration == 0 or not result.summary:
+            return RefineOutcome(
+                0,
+                doc_id,
+                "",
+                "rejected",
+                f"no round beat the current summary ({result.stop_reason})",
+                usage=result.usage,
+            )
+        best = result.best
+        version = store.publish_version(
+            doc_id,
+            result.summary,
+            expected_version=current.version,
+            created_by=strategy,
+            reason=f"deepen: round {result.best_iteration} of {len(result.iterations) - 1}",
+            val_score=best.val_score if best else None,
+            train_score=best.train_score if best else None,
+            summary_tokens=result.summary_tokens,
+            flags=summary_flags(result.summary, doc.text),
+            config_hash=self.engine.config.config_hash(),
+        )
+        if version is None:
+            return RefineOutcome(
+                0, doc_id, "", "conflict", "another version was published first", usage=result.usage
+            )
+        pinned = store.get_document(doc_id).pinned  # type: ignore[union-attr]
+        if not pinned:
+            await asyncio.to_thread(self.index.sync_document, doc_id)
+        status = "suggested" if pinned else "published"
+        return RefineOutcome(
+            0, doc_id, "", status, f"version {version}", version=version, usage=result.usage
+        )
+
     async def arefine(self, job: RefineJob) -> RefineOutcome:
         """One refinement round for a leased job; never raises for model or parse errors."""
         store = self.index.store

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -46,6 +47,13 @@ from .common import (
 __all__ = ["app"]
 
 app = typer.Typer()
+
+
+class DeepenStrategy(str, Enum):
+    """How ``cos refine --deepen`` rounds teach a summary."""
+
+    cos_extract = "cos-extract"
+    cos = "cos"
 
 
 @app.command()
@@ -262,6 +270,18 @@ def refine(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
     teach: TeachOpt = DEFAULT_REFINE_TEACH,
+    deepen: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Then run Chain of Summaries rounds on up to N documents that got traffic "
+            "and have only a zero-shot summary (the tiered mode), most misses first.",
+        ),
+    ] = 0,
+    deepen_strategy: Annotated[
+        DeepenStrategy,
+        typer.Option(help="--deepen rounds: append source sentences, or model rewrites."),
+    ] = DeepenStrategy.cos_extract,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -277,6 +297,7 @@ def refine(
     if teach not in REFINE_TEACH:
         raise typer.BadParameter(f"--teach must be one of {', '.join(REFINE_TEACH)}, not {teach!r}")
     if workers > 1:
+        import os
         import subprocess
         import sys
 
@@ -292,6 +313,8 @@ def refine(
             "--teach",
             teach,
         ] + (["--watch"] if watch else [])
+        if deepen:
+            raise typer.BadParameter("--deepen runs in one process: drop --workers")
         for opt, val in (
             ("--model", model),
             ("--base-url", base_url),
@@ -300,12 +323,18 @@ def refine(
         ):
             if val:
                 args += [opt, val]
-        procs = [subprocess.Popen(args) for _ in range(workers)]
+        # the store reaches the workers through the environment, never their command
+        # lines (which any user can read in the process list): a PostgreSQL URL carries
+        # its password
+        env = dict(os.environ)
+        if store_url:
+            env["COS_STORE_URL"] = store_url
+        procs = [subprocess.Popen(args, env=env) for _ in range(workers)]
         codes = [p.wait() for p in procs]
         raise typer.Exit(max(codes))
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     pending = idx.store.jobs("pending")
-    if not pending and not watch:
+    if not pending and not watch and not deepen:
         console.print("no pending refine jobs")
         return
     from ..engine import ChainOfSummaries
@@ -329,6 +358,14 @@ def refine(
                     f" -> {o.answer or '-'} ({o.reason}; {o.usage.calls} calls)"
                 )
                 failed += o.status in ("failed", "dead")
+            if deepen:
+                for o in refiner.deepen(deepen, strategy=deepen_strategy.value):
+                    colour = {"published": "green"}.get(o.status, "yellow")
+                    console.print(
+                        f"[{colour}]{o.status}[/] deepen {o.doc_id}"
+                        f" ({o.reason}; {o.usage.calls} calls)"
+                    )
+                    failed += o.status == "failed"
             if not watch:
                 break
             time.sleep(poll)

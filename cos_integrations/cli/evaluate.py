@@ -56,6 +56,17 @@ def eval_command(
         int,
         typer.Option(help="Model context; longer documents are split into sections."),
     ] = 8192,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="A named CoSConfig preset (default: what cos ingest ships) instead of the "
+            "question, iteration and budget options above."
+        ),
+    ] = None,
+    oracle: Annotated[
+        bool,
+        typer.Option(help="cos: also answer the test questions from every iteration."),
+    ] = True,
     concurrency: Annotated[int, typer.Option(min=1)] = 1,
     refine_from_traffic: Annotated[
         bool,
@@ -73,12 +84,23 @@ def eval_command(
     verify_chunk: VerifyChunkOpt = DEFAULT_VERIFY_CHUNK,
     verify_route: VerifyRouteOpt = None,
     summary_method: Annotated[
-        str, typer.Option(help="rag/fallback: whose summaries the index holds.")
+        str,
+        typer.Option(
+            help="rag/fallback: whose summaries the index holds; several, comma-separated, "
+            "build one index each and one fallback[STRATEGY] row each."
+        ),
     ] = "cos",
     summaries_from: Annotated[
         Path | None,
         typer.Option(help="rag/fallback: reuse the summaries recorded in this .docs.jsonl."),
     ] = None,
+    hit_ablation: Annotated[
+        bool,
+        typer.Option(
+            help="fallback: answer each hit again from its summary sentences, its chunk "
+            "sentences and its whole best chunk alone."
+        ),
+    ] = False,
     test_half: Annotated[
         bool, typer.Option(help="rag/fallback: ask only the second half of the questions.")
     ] = False,
@@ -95,10 +117,12 @@ def eval_command(
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
     from ..config import CoSConfig
     from ..research.evaluation import (
+        ABLATION_COLUMNS,
         RETRIEVAL_COLUMNS,
-        RETRIEVAL_METHODS,
         DatasetError,
         RetrievalEvalOptions,
+        ablation_table,
+        is_retrieval,
         load_dataset,
         retrieval_table,
         run_eval,
@@ -131,19 +155,24 @@ def eval_command(
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,
+            hit_ablation=hit_ablation,
             refine_teach=refine_teach,  # type: ignore[arg-type]
+        )
+        config = (
+            CoSConfig.preset(preset, context_tokens=context_tokens)
+            if preset
+            else CoSConfig(
+                iterations=iterations,
+                questions_per_iteration=questions_per_iteration,
+                train_questions=train_questions,
+                val_questions=val_questions,
+                max_summary_words=max_summary_words,
+                context_tokens=context_tokens,
+            )
         )
     except ValueError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
-    config = CoSConfig(
-        iterations=iterations,
-        questions_per_iteration=questions_per_iteration,
-        train_questions=train_questions,
-        val_questions=val_questions,
-        max_summary_words=max_summary_words,
-        context_tokens=context_tokens,
-    )
     with open_model(
         model,
         base_url=base_url,
@@ -180,6 +209,7 @@ def eval_command(
                         refine_from_traffic=refine_from_traffic,
                         retrieval=retrieval,
                         answer_cache=answer_cache,
+                        oracle=oracle,
                     )
                 )
             except ValueError as exc:
@@ -199,7 +229,7 @@ def eval_command(
         "extra",
     )
     for method, m in result["methods"].items():
-        if method in RETRIEVAL_METHODS:
+        if is_retrieval(method):
             continue
         extra = ""
         if "oracle_heldout_f1" in m:
@@ -225,6 +255,12 @@ def eval_command(
         for row in rows:
             side.add_row(*row)
         console.print(side)
+    ablation = ablation_table(result["methods"])
+    if ablation:
+        cut = Table(*ABLATION_COLUMNS, title="the same hits, answered from each part (F1)")
+        for row in ablation:
+            cut.add_row(*row)
+        console.print(cut)
     console.print(f"wrote {out}")
     if plot:
         draw(result, plot)

@@ -53,10 +53,15 @@ __all__ = [
     "RETRIEVAL_COLUMNS",
     "RETRIEVAL_METHODS",
     "retrieval_table",
+    "ABLATION_COLUMNS",
+    "ablation_table",
+    "ingest_costs",
+    "is_retrieval",
 ]
 
 METHODS = (
     "cos",
+    "cos-extract",
     "zero-shot",
     "density",
     "mini",
@@ -68,7 +73,13 @@ METHODS = (
     "right-doc",
 )
 log = logging.getLogger(__name__)
-SUMMARY_METHODS = {"cos": "cos", "zero-shot": "zero-shot", "density": "density", "mini": "mini"}
+SUMMARY_METHODS = {
+    "cos": "cos",
+    "cos-extract": "cos-extract",
+    "zero-shot": "zero-shot",
+    "density": "density",
+    "mini": "mini",
+}
 
 
 class DatasetError(ValueError):
@@ -147,7 +158,12 @@ async def _summarise(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfi
     return await engine.asummarize(doc.text, doc_id=doc.doc_id)
 
 
-async def _one(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig) -> dict[str, Any]:
+async def _one(
+    method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig, *, oracle: bool = True
+) -> dict[str, Any]:
+    """One summary method on one document. ``seconds`` is what the summary cost (the ingest
+    time a user pays), never the evaluation's own calls; ``oracle`` also answers the test
+    questions from every iteration of ``cos`` (the paper's best-iteration oracle)."""
     t0 = time.monotonic()
     record: dict[str, Any] = {
         "doc_id": doc.doc_id,
@@ -156,23 +172,26 @@ async def _one(method: str, llm: ChatModel, doc: EvalDoc, config: CoSConfig) -> 
     }
     if method == "content":
         summary, usage = doc.text, Usage()
+        record["seconds"] = 0.0
     else:
         result = await _summarise(method, llm, doc, config)
+        record["seconds"] = time.monotonic() - t0
         summary, usage = result.summary, result.usage
         # what each call type cost (thesis, questions, answers, rewrite, ...)
         record["usage_by_task"] = {t: u.model_dump() for t, u in result.usage_by_task.items()}
-        if method in ("cos", "reference"):
+        if method in ("cos", "cos-extract", "reference"):
+            record["iterations"] = [iteration_record(it) for it in result.iterations]
+            record["best_iteration"] = result.best_iteration
+            # iteration 0 is the zero-shot thesis: did the loop change it at all?
+            record["thesis_kept"] = result.summary == result.iterations[0].summary
+        if oracle and method in ("cos", "cos-extract", "reference"):
             per_iter = []
             for it in result.iterations:  # the paper's oracle: best iteration on test questions
                 if it.summary and not it.failed:
                     f1, _ = await _answer_all(llm, it.summary, doc.qas)
                     per_iter.append((it.index, f1))
             record["heldout_f1_per_iteration"] = per_iter
-            # what selection saw, to study the selection rule
-            record["iterations"] = [iteration_record(it) for it in result.iterations]
             record["oracle_heldout_f1"] = max((f for _, f in per_iter), default=0.0)
-            record["best_iteration"] = result.best_iteration
-    record["seconds"] = time.monotonic() - t0
     f1, em = await _answer_all(llm, summary, doc.qas)
     record.update(
         heldout_f1=f1,
@@ -210,7 +229,12 @@ class RetrievalEvalOptions(BaseModel):
     require_support: bool = DEFAULT_REQUIRE_SUPPORT
     verify_chunk: bool = DEFAULT_VERIFY_CHUNK
     verify_route: bool | None = DEFAULT_VERIFY_ROUTE
-    summary_method: str = "cos"
+    summary_method: str = Field(
+        "cos",
+        description="whose summaries the index holds; several, comma-separated "
+        '("zero-shot,cos"): one index each over the same chunks, and one fallback row '
+        "each, named fallback[STRATEGY]",
+    )
     summaries_from: str | None = None
     test_half: bool = Field(
         False, description="ask only the second half of each document's questions"
@@ -219,9 +243,31 @@ class RetrievalEvalOptions(BaseModel):
         DEFAULT_REFINE_TEACH,
         description="refine_from_traffic: how a round teaches a summary (Refiner(teach=))",
     )
+    hit_ablation: bool = Field(
+        False,
+        description="fallback: answer every hit again from its summary sentences alone, its "
+        "chunk sentences alone and its document's whole best chunk alone (what the "
+        "summary adds on a hit)",
+    )
+
+    @property
+    def sources(self) -> list[str]:
+        """The summary strategies of ``summary_method``, in the order given."""
+        return list(dict.fromkeys(m.strip() for m in self.summary_method.split(",") if m.strip()))
+
+    def label(self, source: str) -> str:
+        """The fallback row of one strategy: ``fallback`` when there is one strategy."""
+        return "fallback" if len(self.sources) <= 1 else f"fallback[{source}]"
 
 
 RETRIEVAL_METHODS = ("fallback", "rag", "rag-focused", "right-doc")
+# what a hit's answer is compared with under ``hit_ablation``
+ABLATIONS = ("summary", "chunk", "whole-chunk")
+
+
+def is_retrieval(method: str) -> bool:
+    """A retrieval method's record (``fallback[cos]`` included)."""
+    return method.split("[", 1)[0] in RETRIEVAL_METHODS
 
 
 def _digest(obj: Any) -> str:
@@ -252,6 +298,7 @@ async def _retrieval(
     write: Callable[[dict], Any],
     model_name: str,
     answer_cache: Path | None,
+    label: str = "fallback",
 ) -> None:
     """``rag``, ``rag-focused``, ``fallback`` and ``right-doc`` over ONE index holding
     every evaluated document (summaries and chunks), so retrieval has to find the right
@@ -268,7 +315,8 @@ async def _retrieval(
     ``index_dir`` so a re-run resumes with the refinements already made. With
     ``refine_from_traffic`` the first half of each document's questions is traffic (its
     misses queue refine jobs, run before the re-test) and the second half is the test set of
-    every method.
+    every method. ``label`` names the fallback records (``fallback[cos]`` when several
+    summary strategies are compared, each over its own index).
     """
     from ..embeddings import LocalEmbedder
     from ..index import CoSIndex
@@ -285,7 +333,7 @@ async def _retrieval(
             doc.doc_id,
             rec["summary"],
             expected_version=None,
-            created_by=options.summary_method,
+            created_by=rec.get("method") or options.summary_method,
             reason="eval",
             summary_tokens=rec.get("summary_tokens") or estimate_tokens(rec["summary"]),
         )
@@ -366,6 +414,9 @@ async def _retrieval(
             ans, more = await answer(q, res.items)
             usage.add(more)
             context += res.context_tokens
+        extra: dict[str, Any] = {}
+        if options.hit_ablation and res.hit and res.candidates:
+            extra["ablation"] = await ablate(q, res.items, res.candidates[0].doc_id)
         return _row(
             q,
             ans,
@@ -379,7 +430,26 @@ async def _retrieval(
             checks=res.checks,
             docs=[h.doc_id for h in res.items],
             **usage_fields(usage),
+            **extra,
         )
+
+    async def ablate(q: EvalQA, items: list, doc_id: str) -> dict[str, dict[str, Any]]:
+        # the same hit answered from parts of its context (not charged to the method)
+        whole = await asyncio.to_thread(index.search_chunks, q.question, 1, doc_ids=[doc_id])
+        parts = {
+            "summary": [h for h in items if h.kind == "summary"],
+            "chunk": [h for h in items if h.kind == "chunk"],
+            "whole-chunk": whole[:1],
+        }
+        out: dict[str, dict[str, Any]] = {}
+        for name, part in parts.items():
+            ans = (await answer(q, part))[0] if part else None
+            out[name] = {
+                "answer": ans,
+                "f1": squad_f1(ans or "", q.answers),
+                "context_tokens": sum(estimate_tokens(h.text) for h in part),
+            }
+        return out
 
     async def right_doc(q: EvalQA, doc: EvalDoc) -> dict[str, Any]:
         from ..index import SearchHit
@@ -391,7 +461,7 @@ async def _retrieval(
     for doc in docs:
         if doc.doc_id not in summaries:
             continue
-        todo = [m for m in methods if (doc.doc_id, m) not in done]
+        todo = [m for m in methods if (doc.doc_id, label if m == "fallback" else m) not in done]
         if not todo:
             continue
         qas = doc.qas
@@ -413,7 +483,7 @@ async def _retrieval(
             before = [await fallback(q) for q in test]
             rec: dict[str, Any] = {
                 "doc_id": doc.doc_id,
-                "method": "fallback",
+                "method": label,
                 "threshold": retriever.threshold,  # the value used (given or calibrated)
             }
             rec["questions"] = before
@@ -452,6 +522,17 @@ def _agg(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out["hit_f1"] = sum(hits) / len(hits) if hits else None
         out["miss_f1"] = sum(misses) / len(misses) if misses else None
         out["wrong_hits"] = sum(f < 0.5 for f in hits) / len(hits) if hits else None
+    ablated = [r for r in rows if r.get("hit") and "ablation" in r]
+    if ablated:
+        both = {"f1": sum(r["f1"] for r in ablated) / len(ablated)}
+        both["context_tokens"] = sum(r["judge_context_tokens"] for r in ablated) / len(ablated)
+        out["ablation"] = {"hits": len(ablated), "both": both} | {
+            name: {
+                key: sum(r["ablation"][name][key] for r in ablated) / len(ablated)
+                for key in ("f1", "context_tokens")
+            }
+            for name in ABLATIONS
+        }
     return out
 
 
@@ -538,6 +619,7 @@ async def run_eval(
     retrieval: RetrievalEvalOptions | None = None,
     answer_cache: Path | None = None,
     on_record: Callable[[dict], None] | None = None,
+    oracle: bool = True,
 ) -> dict[str, Any]:
     """Run every method on every document (resuming from ``OUT.docs.jsonl``) and write OUT.
 
@@ -564,7 +646,7 @@ async def run_eval(
     if partial.exists():
         for line in partial.read_text().splitlines():
             rec = json.loads(line)
-            want = r_signature if rec["method"] in RETRIEVAL_METHODS else signature
+            want = r_signature if is_retrieval(rec["method"]) else signature
             if rec.get("signature") == want:
                 done[(rec["doc_id"], rec["method"])] = rec
     sem = asyncio.Semaphore(concurrency)
@@ -573,7 +655,7 @@ async def run_eval(
     errors: list[dict[str, str]] = []
 
     def write(rec: dict) -> None:
-        rec["signature"] = r_signature if rec["method"] in RETRIEVAL_METHODS else signature
+        rec["signature"] = r_signature if is_retrieval(rec["method"]) else signature
         with partial.open("a") as fh:
             fh.write(json.dumps(rec) + "\n")
         done[(rec["doc_id"], rec["method"])] = rec
@@ -585,7 +667,7 @@ async def run_eval(
             return
         async with sem:
             try:
-                rec = await _one(method, llm, doc, config)
+                rec = await _one(method, llm, doc, config, oracle=oracle)
             except Exception as exc:  # one document's failure must not lose the others
                 log.warning("%s %s failed: %s", doc.doc_id, method, exc)
                 errors.append({"doc_id": doc.doc_id, "method": method, "error": str(exc)})
@@ -595,54 +677,98 @@ async def run_eval(
 
     wanted = [m for m in methods if m in RETRIEVAL_METHODS]
     plain = [m for m in methods if m not in RETRIEVAL_METHODS]
-    source = retrieval.summary_method
-    if wanted and retrieval.summaries_from is None and source not in plain:
-        if source not in SUMMARY_METHODS and source != "reference":
-            raise ValueError(f"summary_method {source!r} is not a summary method")
-        plain.append(source)  # the retrieval index is built from these summaries
+    sources = retrieval.sources if wanted else []
+    for source in sources:
+        if retrieval.summaries_from is None and source not in plain:
+            if source not in SUMMARY_METHODS and source != "reference":
+                raise ValueError(f"summary_method {source!r} is not a summary method")
+            plain.append(source)  # the retrieval index is built from these summaries
     await asyncio.gather(*(job(m, d) for d in docs for m in plain))
-    if wanted:
-        if retrieval.summaries_from:
-            summaries = {}
-            for line in Path(retrieval.summaries_from).read_text().splitlines():
-                rec = json.loads(line)
-                if rec.get("method") == source and rec.get("summary"):
-                    summaries[rec["doc_id"]] = rec
-        else:
-            summaries = {d: r for (d, m), r in done.items() if m == source}
-        missing = [d.doc_id for d in docs if d.doc_id not in summaries]
-        if missing and retrieval.summaries_from:
-            raise ValueError(
-                f"{retrieval.summaries_from} has no {source!r} summary for {missing[:5]}"
-            )
+    ingest: dict[str, dict[str, Any]] = {}
+    for i, source in enumerate(sources):
+        summaries = _summaries(source, retrieval.summaries_from, done, docs)
+        ingest[retrieval.label(source)] = ingest_costs(list(summaries.values()))
+        # rag, rag-focused and right-doc read only the chunks, the same in every index
+        these = [m for m in wanted if i == 0 or m == "fallback"]
+        index_name = f"{out.name}.index-{_digest(r_signature)}"
         await _retrieval(
             llm,
             docs,
             summaries,
             config,
-            wanted,
+            these,
             refine_from_traffic,
             retrieval,
-            # one index per retrieval signature: another configuration starts afresh
-            out.with_name(f"{out.name}.index-{_digest(r_signature)}"),
+            # one index per retrieval signature (and strategy): another starts afresh
+            out.with_name(index_name if len(sources) == 1 else f"{index_name}-{source}"),
             done,
             write,
             model_name,
             answer_cache,
+            label=retrieval.label(source),
         )
     ids = {d.doc_id for d in docs}
     records = [r for r in done.values() if r["doc_id"] in ids]
+    labels = set(methods) | set(ingest)
+    summary = summarise_records([r for r in records if r["method"] in labels])
+    for label, costs in ingest.items():
+        if label in summary:
+            summary[label]["ingest"] = costs
     result = {
         "model": model_name,
         "dataset": dataset,
         "docs": len(docs),
         "config": config.model_dump(mode="json"),
         "retrieval": retrieval.model_dump(mode="json") if wanted else None,
-        "methods": summarise_records([r for r in records if r["method"] in methods]),
+        "methods": summary,
         "errors": errors,
     }
     out.write_text(json.dumps(result, indent=2))
     return result
+
+
+def _summaries(
+    source: str,
+    summaries_from: str | None,
+    done: dict[tuple[str, str], dict],
+    docs: list[EvalDoc],
+) -> dict[str, dict]:
+    """One strategy's summary records by document: read from ``summaries_from`` (an earlier
+    run's ``.docs.jsonl``), or the ones this run computed."""
+    if summaries_from:
+        found = {}
+        for line in Path(summaries_from).read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("method") == source and rec.get("summary"):
+                found[rec["doc_id"]] = rec
+        missing = [d.doc_id for d in docs if d.doc_id not in found]
+        if missing:
+            raise ValueError(f"{summaries_from} has no {source!r} summary for {missing[:5]}")
+        return {d.doc_id: found[d.doc_id] for d in docs}
+    return {d: r for (d, m), r in done.items() if m == source}
+
+
+def ingest_costs(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What one strategy's summaries cost a document at ingest (means over its records):
+    seconds, model calls, prompt and completion tokens, and the share of documents whose
+    summary is the zero-shot thesis unchanged (CoS strategies)."""
+    if not records:
+        return {}
+    n = len(records)
+    out: dict[str, Any] = {
+        "docs": n,
+        "seconds_per_doc": sum(r.get("seconds") or 0.0 for r in records) / n,
+        "calls_per_doc": sum(r.get("calls") or 0 for r in records) / n,
+        "tokens_per_doc": sum(
+            (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) for r in records
+        )
+        / n,
+        "summary_tokens": sum(r.get("summary_tokens") or 0 for r in records) / n,
+    }
+    kept = [r["thesis_kept"] for r in records if "thesis_kept" in r]
+    if kept:
+        out["thesis_kept"] = sum(kept) / len(kept)
+    return out
 
 
 RETRIEVAL_COLUMNS = (
@@ -658,6 +784,9 @@ RETRIEVAL_COLUMNS = (
     "F1 of hits",
     "F1 of misses",
     "wrong hits",
+    "ingest s/doc",
+    "ingest calls/doc",
+    "ingest tok/doc",
 )
 
 
@@ -670,7 +799,8 @@ def retrieval_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
         return "" if v is None else fmt.format(v)
 
     rows = []
-    for name in ("rag", "rag-focused", "fallback", "right-doc"):
+    fallbacks = [n for n in methods if n.split("[", 1)[0] == "fallback"]
+    for name in ("rag", "rag-focused", *fallbacks, "right-doc"):
         m = methods.get(name)
         if not m or "questions" not in m:
             continue
@@ -695,8 +825,36 @@ def retrieval_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
                     cell(v.get("hit_f1"), "{:.3f}"),
                     cell(v.get("miss_f1"), "{:.3f}"),
                     cell(v.get("wrong_hits"), "{:.0%}"),
+                    cell(m.get("ingest", {}).get("seconds_per_doc"), "{:.0f}"),
+                    cell(m.get("ingest", {}).get("calls_per_doc"), "{:.1f}"),
+                    cell(m.get("ingest", {}).get("tokens_per_doc"), "{:.0f}"),
                 ]
             )
+    return rows
+
+
+ABLATION_COLUMNS = (
+    "path",
+    "hits",
+    "both (shipped)",
+    "summary sentences alone",
+    "chunk sentences alone",
+    "whole best chunk alone",
+)
+
+
+def ablation_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """F1 (and context tokens) of the same hits answered from each part of the hit context
+    (``hit_ablation``), one row per fallback strategy."""
+    rows = []
+    for name, m in methods.items():
+        a = m.get("ablation")
+        if not a:
+            continue
+        cells = [
+            f"{a[k]['f1']:.3f} ({a[k]['context_tokens']:.0f} tok)" for k in ("both", *ABLATIONS)
+        ]
+        rows.append([name, str(a["hits"]), *cells])
     return rows
 
 

@@ -77,3 +77,39 @@ def test_four_workers_on_overlapping_jobs(stack):
         assert len(vec["ids"]) == 1 and vec["metadatas"][0]["cos_version"] == versions[-1]
     # the work was shared
     assert len({o["worker"] for o in finals}) > 1
+
+
+def test_cli_workers_use_the_store_named_on_the_command_line(postgres_url, tmp_path):
+    """`cos refine --workers 2 --store-url postgresql://...` on a server with password
+    authentication: every worker opens that store (the password reaches them through the
+    environment, not their command lines), every job ends there, and no SQLite store
+    appears beside the index."""
+    import os
+
+    from cos_integrations.embeddings import HashingEmbedder
+    from cos_integrations.index import CoSIndex
+
+    path = tmp_path / "index"
+    index = CoSIndex(
+        path, embedder=HashingEmbedder(256), config=CoSConfig.fast(), store_url=postgres_url
+    )
+    engine = ChainOfSummaries(ScriptedFakeModel(thesis_facts=1), CoSConfig.fast(iterations=0))
+    asyncio.run(index.aingest([SourceDocument(doc_id="lease", text=make_document(14))], engine))
+    jobs = {index.store.enqueue("lease", f"What is the lease item {i}?") for i in range(8, 12)}
+    index.store.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "COS_STORE"))}
+    with FakeOpenAIServer(ScriptedFakeModel(thesis_facts=1)) as srv:
+        args = [sys.executable, "-m", "cos_integrations.cli", "refine", "--index", str(path)]
+        args += ["--store-url", postgres_url, "--workers", "2"]
+        args += ["--base-url", srv.base_url, "--model", "fake"]
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no pending refine jobs" not in proc.stdout
+    reopened = CoSIndex(path, store_url=postgres_url)
+    try:
+        finals = {j.id: j.status for j in reopened.store.jobs()}
+        assert set(finals) == jobs
+        assert set(finals.values()) <= {"published", "rejected", "not_in_source"}
+    finally:
+        reopened.store.close()
+    assert not (path / "cos.sqlite").exists()  # nothing went to a stray local store

@@ -467,3 +467,37 @@ def test_merged_summary_that_describes_the_document_is_restated():
     result = ChainOfSummaries(model, cfg).summarize(doc)
     assert model.counts["restate"] == 1
     assert not result.summary.startswith("The document") and facts(result.summary)
+
+
+def test_cos_extract_appends_source_sentences_without_a_rewrite_call():
+    model = ScriptedFakeModel(thesis_facts=2)
+    cfg = CoSConfig(strategy="cos-extract", iterations=3, questions_per_iteration=2)
+    result = ChainOfSummaries(model, cfg).summarize(DOC, doc_id="d1")
+    counts = model.counts
+    assert counts["rewrite"] == 0  # synthesis is the source's own sentences
+    # one evaluation a round (the thesis's included), nothing else after the bank
+    assert counts["answer"] == len(result.iterations)
+    assert result.usage.calls == 2 + counts["answer"]
+    assert result.strategy == "cos-extract"
+    thesis = result.iterations[0].summary
+    assert result.summary.startswith(thesis) and result.best_iteration > 0
+    added = result.summary[len(thesis) :].strip()
+    # every appended sentence is verbatim from the document, and answers a failed question
+    for sentence in added.split(". "):
+        assert sentence.rstrip(".") + "." in DOC
+    assert 2 < len(facts(result.summary)) <= 2 + 2 * result.best_iteration
+    assert result.best.train_score > result.iterations[0].train_score
+
+
+def test_extract_answers_adds_only_what_the_source_states():
+    from cos_integrations.engine import extract_answers
+
+    src = "The rent is 900 euros. The deposit is two months."
+    have = "The rent is 900 euros."
+    asked = [QAPair(question="What is the deposit?", answers=["two months"])]
+    assert extract_answers(src, have, asked) == f"{have} The deposit is two months."
+    # already in the summary, or an answer no sentence holds: nothing to add
+    again = [QAPair(question="What is the rent?", answers=["900 euros"])]
+    assert extract_answers(src, have, again) == ""
+    wrong = [QAPair(question="What is the deposit?", answers=["three weeks"])]
+    assert extract_answers(src, have, wrong) == ""

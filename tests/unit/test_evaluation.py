@@ -334,3 +334,67 @@ def test_score_judge_hits_are_answered_from_the_summaries(tmp_path):
     # lack the asked facts
     assert fb["hit_rate"] == 1.0 and fb["calls_per_question"] == 1.0
     assert fb["heldout_f1"] == 0.0 and fb["wrong_hits"] == 1.0
+
+
+def test_each_summary_strategy_gets_its_own_index_and_row_with_ingest_costs(tmp_path):
+    from cos_integrations.research.evaluation import (
+        RetrievalEvalOptions,
+        ablation_table,
+        retrieval_table,
+    )
+
+    path = tmp_path / "d.jsonl"
+    with path.open("w") as fh:
+        for i in range(2):
+            # traffic half: facts no thesis holds; test half: facts 0-1, which every
+            # thesis of 2 facts holds (hits)
+            qas = [
+                {
+                    "question": f"What is the topic{i} item {j}?",
+                    "answers": [f"value {j}{chr(97 + j)}"],
+                }
+                for j in (10, 11, 0, 1)
+            ]
+            text = make_document(15, topic=f"topic{i}")
+            fh.write(json.dumps({"doc_id": f"d{i}", "text": text, "qas": qas}) + "\n")
+    docs = load_dataset(path)
+    model = ScriptedFakeModel(thesis_facts=2)
+    cfg = CoSConfig(iterations=1, questions_per_iteration=2, train_questions=4, val_questions=2)
+    opts = RetrievalEvalOptions(
+        summary_method="zero-shot,cos-extract", test_half=True, threshold=0.0, hit_ablation=True
+    )
+    result = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["rag", "fallback"],
+            config=cfg,
+            out=tmp_path / "r.json",
+            model_name="fake",
+            dataset="d",
+            retrieval=opts,
+        )
+    )
+    m = result["methods"]
+    assert [r[0] for r in retrieval_table(m)] == [
+        "rag",
+        "fallback[zero-shot]",
+        "fallback[cos-extract]",
+    ]
+    assert "fallback" not in m and m["rag"]["docs"] == 2  # rag once, over the same chunks
+    zs, cx = m["fallback[zero-shot]"], m["fallback[cos-extract]"]
+    assert zs["questions"] == cx["questions"] == 4
+    # ingest costs come from each strategy's own summaries
+    assert zs["ingest"]["calls_per_doc"] == 1.0
+    assert cx["ingest"]["calls_per_doc"] > 2.0 and cx["ingest"]["thesis_kept"] == 0.0
+    assert cx["ingest"]["summary_tokens"] > zs["ingest"]["summary_tokens"]
+    # one index per strategy, each holding its own strategy's summaries
+    indexes = sorted(p.name for p in tmp_path.glob("r.json.index-*"))
+    assert len(indexes) == 2 and indexes[0].endswith("-cos-extract")
+    # the test questions hit (one may be routed to the other topic's chunk); the ablation
+    # answered each hit, and only the hits, from each part alone
+    assert zs["hit_rate"] >= 0.5 and zs["ablation"]["hits"] == round(zs["hit_rate"] * 4)
+    a = zs["ablation"]
+    assert a["both"]["f1"] == a["summary"]["f1"] == a["whole-chunk"]["f1"] == 1.0
+    assert 0 < a["summary"]["context_tokens"] < a["whole-chunk"]["context_tokens"]
+    assert [r[0] for r in ablation_table(m)] == ["fallback[zero-shot]", "fallback[cos-extract]"]

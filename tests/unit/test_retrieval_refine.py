@@ -275,3 +275,68 @@ def test_refine_on_miss_background_is_the_retrievers_own_worker(filled):
     queued = retriever(index, model, refine_on_miss="queue")
     assert not queued.retrieve("What is the garden item 6?").hit
     assert queued.background is None and index.store.jobs("pending")
+
+
+@pytest.fixture
+def tiered(index):
+    """An index summarised in the tiered mode: zero-shot at ingest (no question bank)."""
+    model = ScriptedFakeModel(thesis_facts=2)
+    engine = ChainOfSummaries(model, CoSConfig.tiered(iterations=2, train_questions=4))
+    documents = [SourceDocument(doc_id=t, text=make_document(8, topic=t)) for t in TOPICS]
+    asyncio.run(index.aingest(documents, engine))
+    assert all(not index.store.questions(t) for t in TOPICS)
+    assert model.counts["thesis"] == 3 and len(model.calls) == 3  # one call a document
+    return index, engine, model
+
+
+def test_deepen_runs_cos_rounds_only_where_traffic_is(tiered):
+    index, engine, model = tiered
+    ret = retriever(index, model, refine_on_miss="off")
+    ret.retrieve("What is the parking item 6?")  # a miss on parking
+    ret.retrieve("What is the parking item 7?")  # and another
+    ret.retrieve("What is the lease item 1?")  # a hit on lease
+    refiner = Refiner(index, engine)
+    assert refiner.deepen_candidates() == ["parking", "lease"]  # misses first; garden: none
+    before = len(model.calls)
+    outcomes = refiner.deepen()
+    assert [(o.doc_id, o.status) for o in outcomes] == [
+        ("parking", "published"),
+        ("lease", "published"),
+    ]
+    tasks = [t for t, _ in model.calls[before:]]
+    assert "rewrite" not in tasks and tasks.count("questions") == 2  # cos-extract rounds
+    parking = index.store.current_summary("parking")
+    assert parking.version == 2 and parking.created_by == "cos-extract"
+    thesis = index.store.versions("parking")[0].text
+    assert parking.text.startswith(thesis) and len(facts(parking.text)) > len(facts(thesis))
+    assert all(s + "." in make_document(8, topic="parking") for s in parking.text.split(". ")[:-1])
+    # the bank is stored: deepened once; refinement now validates against it
+    assert index.store.questions("parking") and refiner.deepen_candidates() == []
+    assert refiner.deepen() == []
+    assert index.store.current_summary("garden").version == 1
+    # the vector follows the published version
+    vec = index.summaries.get(where={"doc_id": "parking"}, include=["metadatas"])
+    assert vec["metadatas"][0]["cos_version"] == 2
+
+
+def test_deepen_publishes_nothing_when_no_round_beats_the_summary(tiered):
+    index, engine, _ = tiered
+    # a summary that already states every fact: no round can beat it
+    whole = make_document(8, topic="lease")
+    index.store.publish_version("lease", whole, expected_version=1, created_by="human")
+    index.store.record_event("hit", "lease", "What is the lease item 1?")
+    outcome = Refiner(index, engine).deepen()[0]
+    assert outcome.status == "rejected" and "no round beat" in outcome.reason
+    assert index.store.current_summary("lease").version == 2
+    assert index.store.questions("lease")  # the bank is kept: not deepened again
+
+
+def test_deepen_refuses_what_it_cannot_do(tiered):
+    index, engine, model = tiered
+    with pytest.raises(ValueError, match="strategy"):
+        asyncio.run(engine.adeepen("The a is b.", "The a is b.", strategy="zero-shot"))
+    with pytest.raises(ValueError, match="no summary"):
+        asyncio.run(engine.adeepen("The a is b.", "  "))
+    small = ChainOfSummaries(model, CoSConfig.tiered(context_tokens=2048, max_output_tokens=64))
+    with pytest.raises(ValueError, match="longer than one prompt"):
+        asyncio.run(small.adeepen(make_document(400), "The a is b."))
