@@ -14,50 +14,70 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 # public name -> the module that defines it
 _EXPORTS = {
+    "BackgroundRefiner": "refine",
     "ChainOfSummaries": "engine",
     "ChatModel": "model",
     "ChatResult": "model",
     "CoSConfig": "config",
     "CoSError": "errors",
+    "CoSIndex": "index",
     "CoSModelError": "errors",
     "CoSOutputError": "errors",
     "CoSResult": "result",
+    "FallbackRetriever": "retrieval",
+    "IngestReport": "index",
     "IterationRecord": "result",
     "OpenAIChatModel": "model",
     "PRESETS": "config",
     "PROMPT_VERSION": "prompts",
     "QAPair": "questions",
     "QuestionScore": "result",
+    "RefineOutcome": "refine",
+    "Refiner": "refine",
+    "RetrievalResult": "retrieval",
+    "SearchHit": "index",
     "Usage": "usage",
     "exact_match": "metrics",
     "normalize_answer": "metrics",
+    "read_manifest": "index",
     "rouge_l": "metrics",
+    "run_sync": "sync",
     "squad_f1": "metrics",
 }
 
 __all__ = [
+    "BackgroundRefiner",
     "ChainOfSummaries",
     "ChatModel",
     "ChatResult",
     "CoSConfig",
     "CoSError",
+    "CoSIndex",
     "CoSModelError",
     "CoSOutputError",
     "CoSResult",
+    "FallbackRetriever",
+    "IngestReport",
     "IterationRecord",
     "OpenAIChatModel",
     "PRESETS",
     "PROMPT_VERSION",
     "QAPair",
     "QuestionScore",
+    "RefineOutcome",
+    "Refiner",
+    "RetrievalResult",
+    "SearchHit",
     "Usage",
     "exact_match",
     "normalize_answer",
+    "read_manifest",
     "rouge_l",
+    "run_sync",
     "squad_f1",
 ]
 
@@ -79,9 +99,13 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .config import PRESETS, CoSConfig
     from .engine import ChainOfSummaries
     from .errors import CoSError, CoSModelError, CoSOutputError
+    from .index import CoSIndex, IngestReport, SearchHit, read_manifest
     from .metrics import exact_match, normalize_answer, rouge_l, squad_f1
     from .model import ChatModel, ChatResult, OpenAIChatModel
     from .prompts import PROMPT_VERSION
     from .questions import QAPair
+    from .refine import BackgroundRefiner, RefineOutcome, Refiner
     from .result import CoSResult, IterationRecord, QuestionScore
+    from .retrieval import FallbackRetriever, RetrievalResult
+    from .sync import run_sync
     from .usage import Usage

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._sync import run_sync
 from .config import CoSConfig
 from .errors import CoSError, CoSModelError, CoSOutputError
 from .metrics import is_unanswered, normalize_answer, squad_f1, supporting_sentence
@@ -44,6 +43,7 @@ from .questions import (
     split_bank,
 )
 from .result import CoSResult, IterationRecord, QuestionScore
+from .sync import run_sync
 from .text import TokenCounter, complete_sentences, estimate_tokens, split_sections
 from .usage import Usage
 

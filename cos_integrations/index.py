@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from . import __version__
 from .config import CoSConfig
 from .db import strip_password
 from .defaults import CALIBRATION_QUANTILE, DEFAULT_THRESHOLD
@@ -46,8 +45,9 @@ from .ingest import (
 from .loaders import SourceDocument
 from .store import SummaryStore
 from .text import chunk_text
+from .version import __version__
 
-__all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata"]
+__all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata", "read_manifest"]
 
 
 def _kill_point(name: str) -> None:
@@ -65,6 +65,22 @@ SUMMARIES = "cos_summaries"
 CHUNKS = "cos_chunks"
 MANIFEST = "manifest.json"
 _COSINE = {"hnsw": {"space": "cosine"}}
+
+
+def read_manifest(persist_dir: str | Path) -> dict | None:
+    """The manifest of the index in ``persist_dir`` (``None``: no index there yet, or a
+    manifest that cannot be read): what an adapter reads to know, e.g., which embedder
+    wrote the vectors, without opening the index.
+
+    Example:
+        >>> read_manifest("/no/such/index") is None
+        True
+    """
+    try:
+        data = json.loads((Path(persist_dir) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 @dataclass
@@ -212,7 +228,11 @@ class CoSIndex:
 
     @property
     def manifest(self) -> dict:
-        return json.loads((self.path / MANIFEST).read_text())
+        """The index's manifest (embedder, config, store URL without its password, ...)."""
+        found = read_manifest(self.path)
+        if found is None:
+            raise FileNotFoundError(f"{self.path / MANIFEST}: no manifest")
+        return found
 
     # ------------------------------------------------------------------ threshold
     @property

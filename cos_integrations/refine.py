@@ -31,7 +31,6 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
-from ._sync import run_sync
 from .defaults import DEFAULT_REFINE_TEACH, REFINE_TEACH, RefineTeach
 from .engine import ChainOfSummaries, Evaluation, ModelRun
 from .errors import CoSError
@@ -41,6 +40,7 @@ from .metrics import is_grounded, is_unanswered, normalize_answer, supporting_se
 from .prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
 from .questions import ParseError, QAPair, parse_answers, parse_summary
 from .refine_queue import RefineJob
+from .sync import run_sync
 from .text import complete_sentences
 from .usage import Usage
 

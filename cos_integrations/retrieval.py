@@ -42,7 +42,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ._sync import run_sync
 from .config import CoSConfig
 from .defaults import (
     DEFAULT_HIT_CONTEXT,
@@ -60,6 +59,7 @@ from .metrics import echoes_question, focus_sentences, is_grounded, is_supported
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
 from .questions import ParseError, parse_answers
+from .sync import run_sync
 from .text import estimate_tokens
 from .usage import Usage
 

@@ -15,8 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr
 
-from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations._sync import run_sync
+from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
 from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.retrieval import (

@@ -11,8 +11,7 @@ from typing import Any
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables import RunnableConfig
 
-from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations._sync import run_sync
+from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
 from cos_integrations.ingest import (
     CoSIngestError,
     IngestReport,

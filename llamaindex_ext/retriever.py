@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +22,7 @@ from pydantic import PrivateAttr
 
 from cos_integrations import CoSConfig
 from cos_integrations.embeddings import LocalEmbedder
-from cos_integrations.index import CoSIndex, SearchHit
+from cos_integrations.index import CoSIndex, SearchHit, read_manifest
 from cos_integrations.retrieval import (
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
@@ -88,10 +87,9 @@ def _from_settings(name: str) -> Any:
 def _core_embedder(persist_dir: str | Path) -> bool | None:
     """Whether the index's manifest names an embedder the core opens by itself (``None``:
     no manifest yet, so nothing says which embedder wrote the vectors)."""
-    manifest = Path(persist_dir) / "manifest.json"
     try:
-        name = json.loads(manifest.read_text())["embedding"]["name"]
-    except (OSError, ValueError, KeyError):
+        name = (read_manifest(persist_dir) or {})["embedding"]["name"]
+    except (KeyError, TypeError):
         return None
     return name == LocalEmbedder.name or name.startswith("hashing-bow-")
 

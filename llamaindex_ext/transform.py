@@ -18,8 +18,7 @@ from llama_index.core.schema import (
 )
 from pydantic import Field, PrivateAttr
 
-from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations._sync import run_sync
+from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
 from cos_integrations.db import strip_password
 from cos_integrations.ingest import (
     CoSIngestError,

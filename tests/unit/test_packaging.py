@@ -74,3 +74,53 @@ def test_lazy_exports_resolve_and_cos_help_loads_no_model_client():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "[]", res.stdout
+
+
+# What the README, the examples and the two adapters import from the package: a name
+# leaving this list is a breaking change, one joining it is a decision (as LangChain's
+# partner packages test their __all__).
+EXPECTED_ALL = [
+    "BackgroundRefiner",
+    "ChainOfSummaries",
+    "ChatModel",
+    "ChatResult",
+    "CoSConfig",
+    "CoSError",
+    "CoSIndex",
+    "CoSModelError",
+    "CoSOutputError",
+    "CoSResult",
+    "FallbackRetriever",
+    "IngestReport",
+    "IterationRecord",
+    "OpenAIChatModel",
+    "PRESETS",
+    "PROMPT_VERSION",
+    "QAPair",
+    "QuestionScore",
+    "RefineOutcome",
+    "Refiner",
+    "RetrievalResult",
+    "SearchHit",
+    "Usage",
+    "exact_match",
+    "normalize_answer",
+    "read_manifest",
+    "rouge_l",
+    "run_sync",
+    "squad_f1",
+]
+
+
+def test_all_is_the_expected_public_api_and_adapters_import_no_private_name():
+    import re
+
+    assert sorted(cos_integrations.__all__) == sorted(EXPECTED_ALL)
+    for name in EXPECTED_ALL:
+        obj = getattr(cos_integrations, name)
+        if hasattr(obj, "__module__") and not isinstance(obj, (str, dict)):
+            assert not obj.__module__.split(".")[-1].startswith("_"), name
+    private = re.compile(r"from cos_integrations(\.\w+)*\._\w+ import|cos_integrations\._\w+")
+    for pkg in ("llamaindex_ext", "langchain_ext"):
+        for path in (ROOT / pkg).glob("*.py"):
+            assert not private.search(path.read_text()), path

@@ -1,4 +1,14 @@
-"""Run a coroutine from sync code, inside or outside a running event loop."""
+"""Run a coroutine from sync code, inside or outside a running event loop: the seam every
+sync wrapper uses (the core's and the framework adapters', e.g. LlamaIndex's ``__call__``
+around ``acall`` and LangChain's ``transform_documents`` around ``atransform_documents``).
+
+Example:
+    >>> from cos_integrations import run_sync
+    >>> async def two() -> int:
+    ...     return 2
+    >>> run_sync(two())
+    2
+"""
 
 from __future__ import annotations
 
@@ -8,6 +18,8 @@ import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+__all__ = ["run_sync"]
 
 T = TypeVar("T")
 
