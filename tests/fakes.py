@@ -71,6 +71,8 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "mini"
     if "Merge them into a single" in last:
         return "merge"
+    if last.startswith("Rewrite this question in other words"):
+        return "paraphrase"
     return "unknown"
 
 
@@ -129,6 +131,10 @@ class ScriptedFakeModel:
 
     def _doc(self, messages) -> str:
         return _between(messages[0]["content"], "document")
+
+    def _paraphrase(self, messages) -> str:
+        question = messages[-1]["content"].rsplit("Question: ", 1)[1].strip()
+        return f"Could you tell me this: {question}"
 
     def _thesis(self, messages) -> str:
         fs = list(facts(self._doc(messages)).items())[: self.thesis_facts]

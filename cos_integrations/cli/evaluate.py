@@ -94,6 +94,20 @@ def eval_command(
         Path | None,
         typer.Option(help="rag/fallback: reuse the summaries recorded in this .docs.jsonl."),
     ] = None,
+    deepen: Annotated[
+        str | None,
+        typer.Option(
+            help="refine-from-traffic: then run cos or cos-extract rounds on the documents "
+            "that got traffic (the tiered mode)."
+        ),
+    ] = None,
+    repeat_traffic: Annotated[
+        bool,
+        typer.Option(
+            help="refine-from-traffic: then ask the traffic questions again, and a "
+            "model-written paraphrase of each."
+        ),
+    ] = False,
     hit_ablation: Annotated[
         bool,
         typer.Option(
@@ -156,6 +170,8 @@ def eval_command(
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,
             hit_ablation=hit_ablation,
+            deepen=deepen,  # type: ignore[arg-type]
+            repeat_traffic=repeat_traffic,
             refine_teach=refine_teach,  # type: ignore[arg-type]
         )
         config = (

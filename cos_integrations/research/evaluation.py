@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..config import CoSConfig
 from ..defaults import DEFAULT_REFINE_TEACH, RefineTeach
 from ..engine import ChainOfSummaries, ModelRun
-from ..metrics import exact_match, squad_f1
+from ..metrics import exact_match, is_grounded, squad_f1
 from ..model import ChatModel
 from ..prompts import ANSWERS_SCHEMA, answer_messages
 from ..questions import ParseError, parse_answers
@@ -56,6 +56,9 @@ __all__ = [
     "ABLATION_COLUMNS",
     "ablation_table",
     "ingest_costs",
+    "PARAPHRASE_PROMPT",
+    "paraphrase",
+    "repeat_stats",
     "is_retrieval",
 ]
 
@@ -243,6 +246,16 @@ class RetrievalEvalOptions(BaseModel):
         DEFAULT_REFINE_TEACH,
         description="refine_from_traffic: how a round teaches a summary (Refiner(teach=))",
     )
+    deepen: Literal["cos", "cos-extract"] | None = Field(
+        None,
+        description="refine_from_traffic: after the refine jobs, run Chain of Summaries rounds "
+        "on the documents that got traffic (the tiered mode's later tier, Refiner.adeepen)",
+    )
+    repeat_traffic: bool = Field(
+        False,
+        description="refine_from_traffic: after refinement, ask the traffic questions again, "
+        "and a model-written paraphrase of each (PARAPHRASE_PROMPT)",
+    )
     hit_ablation: bool = Field(
         False,
         description="fallback: answer every hit again from its summary sentences alone, its "
@@ -258,6 +271,47 @@ class RetrievalEvalOptions(BaseModel):
     def label(self, source: str) -> str:
         """The fallback row of one strategy: ``fallback`` when there is one strategy."""
         return "fallback" if len(self.sources) <= 1 else f"fallback[{source}]"
+
+
+# The paraphrase generator of ``repeat_traffic`` (the model under test, temperature 0):
+# a question asked again in other words, the way a second user would ask it.
+PARAPHRASE_PROMPT = (
+    "Rewrite this question in other words: change the wording and the word order, keep "
+    "its meaning and exactly what it asks for, add nothing. Reply with the new question "
+    "only.\n\nQuestion: {question}"
+)
+
+
+async def paraphrase(llm: ChatModel, question: str) -> str:
+    """One model-written paraphrase of ``question`` (:data:`PARAPHRASE_PROMPT`); the
+    question itself when the reply is empty or not a question."""
+    res = await llm.chat(
+        [{"role": "user", "content": PARAPHRASE_PROMPT.format(question=question)}],
+        max_tokens=64,
+    )
+    said = " ".join(res.text.strip().strip('"').split())
+    if said.lower().startswith("question:"):
+        said = said[len("question:") :].strip()
+    return said if said.endswith("?") and said != question else question
+
+
+def repeat_stats(before: list[dict[str, Any]], again: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of the traffic questions that missed and whose answer is in the source: how many hit
+    when asked again (``again``: the same questions, or their paraphrases, in order), the F1
+    they had as misses, and the F1 of those that hit."""
+    pairs = [
+        (b, a) for b, a in zip(before, again, strict=True) if not b["hit"] and b.get("in_source")
+    ]
+    hits = [(b, a) for b, a in pairs if a["hit"]]
+    out: dict[str, Any] = {"missed_in_source": len(pairs), "hit_again": len(hits)}
+    if pairs:
+        out["hit_rate_again"] = len(hits) / len(pairs)
+        out["f1_as_misses"] = sum(b["f1"] for b, _ in pairs) / len(pairs)
+        out["f1_again"] = sum(a["f1"] for _, a in pairs) / len(pairs)
+    if hits:
+        out["f1_of_new_hits"] = sum(a["f1"] for _, a in hits) / len(hits)
+        out["f1_of_new_hits_as_misses"] = sum(b["f1"] for b, _ in hits) / len(hits)
+    return out
 
 
 RETRIEVAL_METHODS = ("fallback", "rag", "rag-focused", "right-doc")
@@ -278,6 +332,7 @@ def _digest(obj: Any) -> str:
 def _row(q: EvalQA, answer: str | None, **extra: Any) -> dict[str, Any]:
     return {
         "question": q.question,
+        "gold": q.answers,
         "answer": answer,
         "f1": squad_f1(answer or "", q.answers),
         "em": exact_match(answer or "", q.answers),
@@ -497,6 +552,24 @@ async def _retrieval(
                     for o in outcomes
                 ]
                 rec["refine_calls"] = sum(o.usage.calls for o in outcomes)
+                if options.deepen:
+                    deepened = await refiner.adeepen_traffic(strategy=options.deepen)
+                    rec["deepen"] = [
+                        {"doc_id": o.doc_id, "status": o.status, "reason": o.reason}
+                        for o in deepened
+                    ]
+                    rec["deepen_calls"] = sum(o.usage.calls for o in deepened)
+                if options.repeat_traffic:
+                    # the same questions again, and in other words: did the misses learn?
+                    for row in rec["traffic"]:
+                        row["in_source"] = any(is_grounded(a, doc.text) for a in row["gold"])
+                    rec["traffic_again"] = [await fallback(q) for q in traffic]
+                    rec["paraphrases"] = []
+                    for q in traffic:
+                        said = await paraphrase(llm, q.question)
+                        rec["paraphrases"].append(
+                            await fallback(EvalQA(question=said, answers=q.answers))
+                        )
                 after = [await fallback(q) for q in test]
                 rec["questions_after"] = after
                 rec["test_before"] = _agg(before)
@@ -582,6 +655,23 @@ def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]
                 agg["refine_calls_per_doc"] = sum(r.get("refine_calls", 0) for r in rows) / len(
                     rows
                 )
+                if any("deepen" in r for r in rows):
+                    deepened: dict[str, int] = defaultdict(int)
+                    for r in rows:
+                        for o in r.get("deepen", []):
+                            deepened[o["status"]] += 1
+                    agg["deepen_outcomes"] = dict(deepened)
+                    agg["deepen_calls_per_doc"] = sum(r.get("deepen_calls", 0) for r in rows) / len(
+                        rows
+                    )
+                if any("traffic_again" in r for r in rows):
+                    traffic = [q for r in rows if "traffic_again" in r for q in r["traffic"]]
+                    agg["repeat"] = repeat_stats(
+                        traffic, [q for r in rows for q in r.get("traffic_again", [])]
+                    )
+                    agg["paraphrase"] = repeat_stats(
+                        traffic, [q for r in rows for q in r.get("paraphrases", [])]
+                    )
             out[method] = agg
             continue
         for key, field in KEYS.items():

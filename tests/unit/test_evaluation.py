@@ -398,3 +398,47 @@ def test_each_summary_strategy_gets_its_own_index_and_row_with_ingest_costs(tmp_
     assert a["both"]["f1"] == a["summary"]["f1"] == a["whole-chunk"]["f1"] == 1.0
     assert 0 < a["summary"]["context_tokens"] < a["whole-chunk"]["context_tokens"]
     assert [r[0] for r in ablation_table(m)] == ["fallback[zero-shot]", "fallback[cos-extract]"]
+
+
+def test_tiered_refine_from_traffic_deepens_and_asks_the_traffic_again(tmp_path):
+    from cos_integrations.research.evaluation import RetrievalEvalOptions
+
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
+    model = ScriptedFakeModel(thesis_facts=2)
+    cfg = CoSConfig.tiered(iterations=1, questions_per_iteration=2, train_questions=4)
+    opts = RetrievalEvalOptions(
+        summary_method="zero-shot",
+        deepen="cos-extract",
+        repeat_traffic=True,
+        hit_context="summaries",
+        require_support=False,
+        threshold=0.0,
+    )
+    result = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["fallback"],
+            config=cfg,
+            out=tmp_path / "r.json",
+            model_name="fake",
+            dataset="d",
+            refine_from_traffic=True,
+            retrieval=opts,
+        )
+    )
+    fb = result["methods"]["fallback"]
+    # both documents got traffic, and were deepened once each (a bank, then rounds)
+    assert sum(fb["deepen_outcomes"].values()) == 2
+    assert sum(1 for t, _ in model.calls if t == "questions") == 2
+    assert fb["deepen_calls_per_doc"] > 0
+    # every traffic question missed (the thesis holds items 0-1, traffic asks 10-11) and its
+    # answer is in the source; refinement taught it, asked again it hits (one of the four
+    # is routed to the other topic's chunk and its job taught nothing: 3)
+    rep, para = fb["repeat"], fb["paraphrase"]
+    assert rep["missed_in_source"] == 4 and rep["hit_again"] >= 3
+    assert rep["f1_of_new_hits"] == 1.0
+    # the paraphrases were model-written (the fake's) and asked through the retriever
+    asked = [m[-1]["content"] for t, m in model.calls if t == "answer"]
+    assert any("Could you tell me this: What is the topic0 item 10?" in p for p in asked)
+    assert para["missed_in_source"] == 4 and para["hit_again"] >= 3
