@@ -60,7 +60,8 @@ def eval_command(
         str | None,
         typer.Option(
             help="A named CoSConfig preset (default: what cos ingest ships) instead of the "
-            "question, iteration and budget options above."
+            "question and iteration options above (--max-summary-words and "
+            "--context-tokens still apply)."
         ),
     ] = None,
     oracle: Annotated[
@@ -175,7 +176,9 @@ def eval_command(
             refine_teach=refine_teach,  # type: ignore[arg-type]
         )
         config = (
-            CoSConfig.preset(preset, context_tokens=context_tokens)
+            CoSConfig.preset(
+                preset, context_tokens=context_tokens, max_summary_words=max_summary_words
+            )
             if preset
             else CoSConfig(
                 iterations=iterations,
@@ -207,7 +210,7 @@ def eval_command(
             def tick(rec: dict) -> None:
                 progress.advance(task)
                 progress.console.print(
-                    f"  {rec['doc_id']} {rec['method']}: F1 {rec.get('heldout_f1', 0):.3f}"
+                    f"  {rec['doc_id']} {escape(rec['method'])}: F1 {rec.get('heldout_f1', 0):.3f}"
                 )
 
             try:
@@ -269,13 +272,13 @@ def eval_command(
     if rows:
         side = Table(*RETRIEVAL_COLUMNS, title="retrieval, per question")
         for row in rows:
-            side.add_row(*row)
+            side.add_row(*(escape(c) for c in row))
         console.print(side)
     ablation = ablation_table(result["methods"])
     if ablation:
         cut = Table(*ABLATION_COLUMNS, title="the same hits, answered from each part (F1)")
         for row in ablation:
-            cut.add_row(*row)
+            cut.add_row(*(escape(c) for c in row))
         console.print(cut)
     console.print(f"wrote {out}")
     if plot:
