@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .defaults import PRESET_NAMES
+from .defaults import DEFAULT_PRESET, PRESET_NAMES, TIERED_SUMMARY_WORDS
 from .prompts import PROMPT_VERSION
 
 __all__ = ["CoSConfig", "Strategy", "PRESETS"]
@@ -100,7 +100,15 @@ class CoSConfig(BaseModel):
         of Summaries rounds run later, where traffic is (``cos refine --deepen``,
         :meth:`Refiner.adeepen <cos_integrations.refine.Refiner.adeepen>`), with this
         config's question bank and rounds."""
-        return cls(**{"strategy": "zero-shot", **overrides})
+        base = {"strategy": "zero-shot", "max_summary_words": TIERED_SUMMARY_WORDS}
+        return cls(**{**base, **overrides})
+
+    @classmethod
+    def shipped(cls, **overrides: object) -> CoSConfig:
+        """What ``cos ingest``, both frameworks' transforms and a new :class:`CoSIndex`
+        summarise with: the preset ``DEFAULT_PRESET`` names (chosen by measurement; see
+        :mod:`cos_integrations.defaults`)."""
+        return cls.preset(DEFAULT_PRESET, **overrides)
 
     @classmethod
     def preset(cls, name: str, **overrides: object) -> CoSConfig:

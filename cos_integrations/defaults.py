@@ -32,6 +32,10 @@ __all__ = [
     "DEFAULT_VERIFY_ROUTE",
     "FOCUS_SENTENCES",
     "PRESET_NAMES",
+    "DEFAULT_PRESET",
+    "TIERED_SUMMARY_WORDS",
+    "DeepenStrategy",
+    "DEFAULT_DEEPEN_STRATEGY",
     "CALIBRATION_QUANTILE",
     "RefineTeach",
     "REFINE_TEACH",
@@ -64,6 +68,23 @@ CALIBRATION_QUANTILE = 0.25
 
 # the names of CoSConfig's presets (cos_integrations.config.PRESETS maps them to configs)
 PRESET_NAMES: tuple[str, ...] = ("default", "fast", "paper", "tiered")
+
+# What `cos ingest`, both frameworks' transforms and a new CoSIndex summarise with: the
+# tiered mode, a zero-shot summary of at most TIERED_SUMMARY_WORDS words at ingest (one
+# call a document) and the Chain of Summaries rounds later, where traffic is (`cos refine
+# --deepen`). Measured in the product (BENCHMARKS.md, "Chain of Summaries in the
+# product"): on 8 SQuAD chunks (40 test questions, 1.5B model) fallback over 120-word
+# zero-shot summaries scored F1 0.758 against 0.733 over the shipped CoS loop (200
+# words, 8.2 calls and 183 s a document against 1 call and 38-54 s) and 0.697 for rag;
+# at 200 words a zero-shot summary lost (0.658): its extra sentences made wrong hits.
+DEFAULT_PRESET = "tiered"
+TIERED_SUMMARY_WORDS = 120
+# How the later tier's rounds teach (`cos refine --deepen`, Refiner.adeepen): the model's
+# rewrites ("cos"), the paper's loop. In the same product run, at 200 words, fallback over
+# CoS scored 0.733 against 0.708 over "cos-extract" (appended source sentences), 1 wrong
+# hit of 11 against 2: within the noise of 40 questions, and no better for extraction.
+DeepenStrategy = Literal["cos", "cos-extract"]
+DEFAULT_DEEPEN_STRATEGY: DeepenStrategy = "cos"
 
 # How a refinement round teaches a summary a missed query (Refiner(teach=)): append the
 # source's own sentence that answers it ("extract"), the model's rewrite ("rewrite"), or

@@ -11,9 +11,9 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from .config import CoSConfig
+from .defaults import DEFAULT_DEEPEN_STRATEGY, DeepenStrategy
 from .errors import CoSError, CoSModelError, CoSOutputError
 from .metrics import is_unanswered, normalize_answer, squad_f1, supporting_sentence
 from .model import ChatModel
@@ -224,7 +224,7 @@ class ChainOfSummaries:
         *,
         questions: Sequence[QAPair] = (),
         doc_id: str | None = None,
-        strategy: Literal["cos", "cos-extract"] = "cos-extract",
+        strategy: DeepenStrategy = DEFAULT_DEEPEN_STRATEGY,
     ) -> CoSResult:
         """Chain of Summaries rounds on a summary that already exists (the tiered mode: a
         zero-shot summary at ingest, the rounds later, for documents that get traffic).

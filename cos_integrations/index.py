@@ -139,7 +139,7 @@ class CoSIndex:
         self.embedder = embedder
         if config is None and existing and existing.get("config"):
             config = CoSConfig.model_validate(existing["config"])
-        self.config = config or CoSConfig()
+        self.config = config or CoSConfig.shipped()
         self.chroma_url = chroma_url or (existing or {}).get("chroma", {}).get("url")
         self.chunk_words = int((existing or {}).get("chunk_words", chunk_words))
         self._threshold: dict | None = (existing or {}).get("threshold")

@@ -31,7 +31,13 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
-from .defaults import DEFAULT_REFINE_TEACH, REFINE_TEACH, RefineTeach
+from .defaults import (
+    DEFAULT_DEEPEN_STRATEGY,
+    DEFAULT_REFINE_TEACH,
+    REFINE_TEACH,
+    DeepenStrategy,
+    RefineTeach,
+)
 from .engine import ChainOfSummaries, Evaluation, ModelRun
 from .errors import CoSError
 from .guard import summary_flags
@@ -132,19 +138,21 @@ class Refiner:
         return ids[:limit] if limit is not None else ids
 
     def deepen(
-        self, limit: int | None = None, *, strategy: str = "cos-extract"
+        self, limit: int | None = None, *, strategy: DeepenStrategy = DEFAULT_DEEPEN_STRATEGY
     ) -> list[RefineOutcome]:
         """Sync wrapper of :meth:`adeepen_traffic`."""
         return run_sync(self.adeepen_traffic(limit, strategy=strategy))
 
     async def adeepen_traffic(
-        self, limit: int | None = None, *, strategy: str = "cos-extract"
+        self, limit: int | None = None, *, strategy: DeepenStrategy = DEFAULT_DEEPEN_STRATEGY
     ) -> list[RefineOutcome]:
         """:meth:`adeepen` the :meth:`deepen_candidates`, one after the other."""
         candidates = await asyncio.to_thread(self.deepen_candidates, limit)
         return [await self.adeepen(doc_id, strategy=strategy) for doc_id in candidates]
 
-    async def adeepen(self, doc_id: str, *, strategy: str = "cos-extract") -> RefineOutcome:
+    async def adeepen(
+        self, doc_id: str, *, strategy: DeepenStrategy = DEFAULT_DEEPEN_STRATEGY
+    ) -> RefineOutcome:
         """Chain of Summaries rounds on a document's current summary
         (:meth:`ChainOfSummaries.adeepen`, the queries it missed joining the bank); the
         best round is published (compare-and-swap) when it beat the current summary on
@@ -163,7 +171,7 @@ class Refiner:
                 current.text,
                 questions=missed,
                 doc_id=doc_id,
-                strategy=strategy,  # type: ignore[arg-type]
+                strategy=strategy,
             )
         except (CoSError, ParseError, OSError, ValueError) as exc:
             log.warning("deepening %s failed: %s", doc_id, exc)

@@ -1,10 +1,12 @@
 """The main job end to end on the embedded default model (no API key, no GPU, no internet).
 
-1. ingest examples/docs/ into an index of CoS summaries (Chroma + the SQLite store);
+1. ingest examples/docs/ into an index of summaries (Chroma + the SQLite store) in the
+   shipped tiered mode: one zero-shot summary call a document;
 2. ask a question the summaries answer (a cache hit);
 3. ask one they do not (a miss: answered from the full text, and a refine job queued);
 4. run the refine queue once, then ask the miss again: it now hits;
-5. print the document's version history.
+5. run Chain of Summaries rounds on the documents that got traffic (the later tier);
+6. print the document's version history.
 
 Run: ``make demo`` (installs everything) or ``python examples/quickstart.py [INDEX_DIR]``.
 Set COS_BASE_URL / OPENAI_API_KEY to use another model, COS_LOCAL_MODEL=small for a faster one.
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.defaults import DEFAULT_DEEPEN_STRATEGY as DEEPEN_STRATEGY
 from cos_integrations.embeddings import LocalEmbedder
 from cos_integrations.index import CoSIndex
 from cos_integrations.loaders import load_paths
@@ -29,8 +32,9 @@ from cos_integrations.runtime import open_model
 HERE = Path(__file__).parent
 HIT = "When is the rent due?"
 MISS = "Where must bicycles be stored?"
-# Short summaries (60 words) so that a detail is left out and the cache can miss.
-CONFIG = CoSConfig.fast(max_summary_words=60)
+# The shipped preset (tiered) with short summaries (60 words), so that a detail is left
+# out and the cache can miss.
+CONFIG = CoSConfig.shipped(max_summary_words=60)
 
 
 def show(label: str, res, answer: str | None) -> None:
@@ -61,7 +65,7 @@ async def main(index_dir: Path) -> None:
     index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=CONFIG)
     with open_model(n_ctx=CONFIG.context_tokens, echo=print) as llm:
         engine = ChainOfSummaries(llm, CONFIG)
-        print(f"\n== ingest {len(docs)} documents (CoS, preset fast, <= 60-word summaries)")
+        print(f"\n== ingest {len(docs)} documents (tiered: zero-shot, <= 60-word summaries)")
         report = await index.aingest(
             docs,
             engine,
@@ -79,12 +83,16 @@ async def main(index_dir: Path) -> None:
         await ask(retriever, llm, "hit expected", HIT)
         miss = await ask(retriever, llm, "miss expected", MISS)
         print("\n== refine the queue once (the miss becomes a question that teaches the summary)")
-        for o in await Refiner(index, engine).arun_once():
+        refiner = Refiner(index, engine)
+        for o in await refiner.arun_once():
             print(
                 f"  job {o.job_id} {o.doc_id}: {o.status} ({o.reason}); source answer {o.answer!r}"
             )
         print("\n== the same question again")
         await ask(retriever, llm, "after refinement", MISS)
+        print("\n== Chain of Summaries rounds where the traffic was (cos refine --deepen)")
+        for o in await refiner.adeepen_traffic(strategy=DEEPEN_STRATEGY):
+            print(f"  {o.doc_id}: {o.status} ({o.reason}; {o.usage.calls} calls)")
         doc_id = (miss.items[0].doc_id if miss.items else None) or "docs/tenancy-agreement.md"
         print(f"\n== history of {doc_id}")
         for v in index.store.versions(doc_id):

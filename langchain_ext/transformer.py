@@ -55,7 +55,7 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
             from cos_integrations import CoSConfig
 
             transformer = CoSDocumentTransformer(
-                llm=chat_model, config=CoSConfig(), store_path="./index/cos.sqlite"
+                llm=chat_model, config=CoSConfig.shipped(), store_path="./index/cos.sqlite"
             )
 
     Transform:
@@ -79,7 +79,7 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
         show_progress: bool = False,
     ) -> None:
         self.llm = llm
-        self.config = config or CoSConfig()
+        self.config = config or CoSConfig.shipped()
         # a SQLite path, or a sqlite:///... / postgresql://... URL
         self.store = SummaryStore(store_url or store_path or ":memory:")
         self.concurrency = concurrency

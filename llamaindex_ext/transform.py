@@ -70,7 +70,7 @@ class CoSSummaryTransform(TransformComponent):
 
             pipeline = IngestionPipeline(
                 transformations=[
-                    CoSSummaryTransform(llm=llm, config=CoSConfig(),
+                    CoSSummaryTransform(llm=llm, config=CoSConfig.shipped(),
                                         store_path="./index/cos.sqlite"),
                     CoSLocalEmbedding(),
                 ],
@@ -84,8 +84,9 @@ class CoSSummaryTransform(TransformComponent):
     """
 
     config: CoSConfig = Field(
-        default_factory=CoSConfig,
-        description="CoS hyperparameters (strategy, iterations, question counts, word budget).",
+        default_factory=CoSConfig.shipped,
+        description="CoS hyperparameters (strategy, iterations, question counts, word budget); "
+        "default: the shipped preset (tiered: a zero-shot summary, CoS rounds later).",
     )
     emit: Literal["summary", "both"] = Field(
         default="summary",

@@ -14,6 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..defaults import (
+    DEFAULT_DEEPEN_STRATEGY,
+    DEFAULT_PRESET,
     DEFAULT_REFINE_TEACH,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
@@ -49,11 +51,14 @@ __all__ = ["app"]
 app = typer.Typer()
 
 
-class DeepenStrategy(str, Enum):
-    """How ``cos refine --deepen`` rounds teach a summary."""
+class DeepenChoice(str, Enum):
+    """How ``cos refine --deepen`` rounds teach a summary (defaults.DeepenStrategy)."""
 
-    cos_extract = "cos-extract"
     cos = "cos"
+    cos_extract = "cos-extract"
+
+
+DEEPEN_DEFAULT = DeepenChoice(DEFAULT_DEEPEN_STRATEGY)
 
 
 @app.command()
@@ -61,7 +66,13 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (recursive).")],
     index: IndexOpt = Path("index"),
     store_url: StoreUrlOpt = None,
-    preset: Annotated[str, typer.Option(help=f"One of {sorted(PRESET_NAMES)}.")] = "default",
+    preset: Annotated[
+        str,
+        typer.Option(
+            help=f"One of {sorted(PRESET_NAMES)}; tiered: a zero-shot summary now, Chain of "
+            "Summaries rounds later where traffic is (cos refine --deepen N)."
+        ),
+    ] = DEFAULT_PRESET,
     strategy: Annotated[
         str | None, typer.Option(help="cos, cos-draft, density, zero-shot or mini.")
     ] = None,
@@ -279,9 +290,9 @@ def refine(
         ),
     ] = 0,
     deepen_strategy: Annotated[
-        DeepenStrategy,
-        typer.Option(help="--deepen rounds: append source sentences, or model rewrites."),
-    ] = DeepenStrategy.cos_extract,
+        DeepenChoice,
+        typer.Option(help="--deepen rounds: the model's rewrites, or appended source sentences."),
+    ] = DEEPEN_DEFAULT,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -359,7 +370,7 @@ def refine(
                 )
                 failed += o.status in ("failed", "dead")
             if deepen:
-                for o in refiner.deepen(deepen, strategy=deepen_strategy.value):
+                for o in refiner.deepen(deepen, strategy=deepen_strategy.value):  # type: ignore[arg-type]
                     colour = {"published": "green"}.get(o.status, "yellow")
                     console.print(
                         f"[{colour}]{o.status}[/] deepen {o.doc_id}"

@@ -298,7 +298,7 @@ def test_deepen_runs_cos_rounds_only_where_traffic_is(tiered):
     refiner = Refiner(index, engine)
     assert refiner.deepen_candidates() == ["parking", "lease"]  # misses first; garden: none
     before = len(model.calls)
-    outcomes = refiner.deepen()
+    outcomes = refiner.deepen(strategy="cos-extract")
     assert [(o.doc_id, o.status) for o in outcomes] == [
         ("parking", "published"),
         ("lease", "published"),
