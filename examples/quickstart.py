@@ -5,8 +5,7 @@
 2. ask a question the summaries answer (a cache hit);
 3. ask one they do not (a miss: answered from the full text, and a refine job queued);
 4. run the refine queue once, then ask the miss again: it now hits;
-5. run Chain of Summaries rounds on the documents that got traffic (the later tier);
-6. print the document's version history.
+5. print the document's version history.
 
 Run: ``make demo`` (installs everything) or ``python examples/quickstart.py [INDEX_DIR]``.
 Set COS_BASE_URL / OPENAI_API_KEY to use another model, COS_LOCAL_MODEL=small for a faster one.
@@ -21,7 +20,6 @@ import time
 from pathlib import Path
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.defaults import DEFAULT_DEEPEN_STRATEGY as DEEPEN_STRATEGY
 from cos_integrations.embeddings import LocalEmbedder
 from cos_integrations.index import CoSIndex
 from cos_integrations.loaders import load_paths
@@ -90,9 +88,6 @@ async def main(index_dir: Path) -> None:
             )
         print("\n== the same question again")
         await ask(retriever, llm, "after refinement", MISS)
-        print("\n== Chain of Summaries rounds where the traffic was (cos refine --deepen)")
-        for o in await refiner.adeepen_traffic(strategy=DEEPEN_STRATEGY):
-            print(f"  {o.doc_id}: {o.status} ({o.reason}; {o.usage.calls} calls)")
         doc_id = (miss.items[0].doc_id if miss.items else None) or "docs/tenancy-agreement.md"
         print(f"\n== history of {doc_id}")
         for v in index.store.versions(doc_id):
