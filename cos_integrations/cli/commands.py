@@ -67,12 +67,14 @@ def ingest(
     index: IndexOpt = Path("index"),
     store_url: StoreUrlOpt = None,
     preset: Annotated[
-        str,
+        str | None,
         typer.Option(
             help=f"One of {sorted(PRESET_NAMES)}; tiered: a zero-shot summary now, Chain of "
-            "Summaries rounds later where traffic is (cos refine --deepen N)."
+            "Summaries rounds later where traffic is (cos refine --deepen N). Default: the "
+            f"existing index's own config, else {DEFAULT_PRESET}.",
+            show_default=False,
         ),
-    ] = DEFAULT_PRESET,
+    ] = None,
     strategy: Annotated[
         str | None, typer.Option(help="cos, cos-draft, density, zero-shot or mini.")
     ] = None,
@@ -88,13 +90,22 @@ def ingest(
     """Summarise documents with CoS into an index (store + Chroma); unchanged files are skipped."""
     from ..config import CoSConfig
     from ..engine import ChainOfSummaries
+    from ..index import read_manifest
     from ..loaders import load_paths
     from ..runtime import open_model
 
     setup_logging(verbose)
     overrides = {"strategy": strategy} if strategy else {}
+    # An index keeps answering the way it was built: without --preset, a re-ingest uses
+    # the config its manifest records (a new default must not re-summarise everything).
+    recorded = (read_manifest(index) or {}).get("config") if preset is None else None
     try:
-        config = CoSConfig.preset(preset, **overrides)
+        if recorded:
+            config = CoSConfig.model_validate({**recorded, **overrides})
+            preset = "as recorded in the index"
+        else:
+            preset = preset or DEFAULT_PRESET
+            config = CoSConfig.preset(preset, **overrides)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     docs, problems = load_paths(list(paths), follow_symlinks=follow_symlinks)

@@ -65,6 +65,13 @@ def test_ingest_query_and_reingest_without_model_calls(folder, tmp_path):
     assert again.returncode == 0
     assert "2 unchanged, 0 to summarise" in again.stdout
     assert "model:" not in again.stdout  # no model server was even started
+    # without --preset a re-ingest keeps the config the index was built with: a changed
+    # default (now "tiered") must not re-summarise every document
+    plain = cos("ingest", str(folder), "--index", str(index), "--local-model", "smoke")
+    assert plain.returncode == 0, plain.stderr + plain.stdout
+    said = " ".join(plain.stdout.split())  # rich wraps long lines
+    assert "2 unchanged, 0 to summarise (preset as recorded in the index" in said
+    assert "model:" not in plain.stdout
     hit = cos("query", "When is rent due?", "--index", str(index), "--threshold", "0.0")
     assert hit.returncode == 0 and "HIT" in hit.stdout and "lease.txt" in hit.stdout
     miss = cos("query", "When is rent due?", "--index", str(index), "--threshold", "0.999")
