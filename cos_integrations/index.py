@@ -24,10 +24,11 @@ import json
 import logging
 import math
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from .config import CoSConfig
@@ -47,7 +48,14 @@ from .store import SummaryStore
 from .text import chunk_text
 from .version import __version__
 
-__all__ = ["CoSIndex", "IngestReport", "SearchHit", "flatten_metadata", "read_manifest"]
+__all__ = [
+    "CoSIndex",
+    "IngestReport",
+    "SearchHit",
+    "flatten_metadata",
+    "read_manifest",
+    "read_racing_writes",
+]
 
 
 def _kill_point(name: str) -> None:
@@ -60,11 +68,28 @@ def _kill_point(name: str) -> None:
 
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SUMMARIES = "cos_summaries"
 CHUNKS = "cos_chunks"
 MANIFEST = "manifest.json"
 _COSINE = {"hnsw": {"space": "cosine"}}
+
+
+def read_racing_writes(read: Callable[..., T], *args: Any, attempts: int = 4, **kwargs: Any) -> T:
+    """``read(*args, **kwargs)`` on a Chroma collection, asked again (up to ``attempts``
+    times, 50 ms apart) when it raced a publish: a Chroma server that deletes a vector
+    between a query's index search and its record fetch answers "Error finding id"
+    (seen under the concurrent-query test, queries while versions are published). Any
+    other error is raised at once."""
+    for attempt in range(attempts):
+        try:
+            return read(*args, **kwargs)
+        except Exception as exc:  # chromadb.errors.InternalError, by message
+            if "error finding id" not in str(exc).lower() or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def read_manifest(persist_dir: str | Path) -> dict | None:
@@ -537,7 +562,8 @@ class CoSIndex:
         n = collection.count()
         if n == 0:
             return []
-        res = collection.query(
+        res = read_racing_writes(
+            collection.query,
             query_embeddings=[emb],
             n_results=min(k, n),
             where=where,

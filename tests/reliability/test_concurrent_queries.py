@@ -7,6 +7,7 @@ import threading
 from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.index import read_racing_writes
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.retrieval import FallbackRetriever
 
@@ -31,9 +32,9 @@ def test_queries_while_ingesting_and_publishing(stack):
         retriever = FallbackRetriever(index, threshold=0.0, k=3, refine_on_miss="off")
         while not stop.is_set():
             try:
-                metas = index.summaries.get(where={"cos_kind": "summary"}, include=["metadatas"])[
-                    "metadatas"
-                ]
+                metas = read_racing_writes(
+                    index.summaries.get, where={"cos_kind": "summary"}, include=["metadatas"]
+                )["metadatas"]
                 present = {m["doc_id"] for m in metas}
                 gaps.extend(d for d in FIRST if d not in present)
                 res = retriever.retrieve("What is the garden item 1?")

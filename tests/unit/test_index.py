@@ -2,6 +2,7 @@
 
 import asyncio
 
+import pytest
 from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
@@ -204,3 +205,33 @@ def test_threshold_is_calibrated_from_the_questions_people_asked_and_kept(index)
     assert reopened.calibrate_threshold([("lease", "What is the lease item 1?")]) is None
     assert reopened.threshold == t  # too few questions: unchanged
     reopened.store.close()
+
+
+def test_a_read_that_raced_a_publish_is_asked_again_and_other_errors_are_not():
+    from cos_integrations.index import read_racing_writes
+
+    calls = []
+
+    def flaky(**kw):
+        calls.append(kw)
+        if len(calls) < 3:
+            raise RuntimeError("Error executing plan: Internal error: Error finding id")
+        return {"ids": [["a"]]}
+
+    assert read_racing_writes(flaky, n_results=1) == {"ids": [["a"]]}
+    assert len(calls) == 3 and calls[0] == {"n_results": 1}
+
+    def broken():
+        calls.append(1)
+        raise ValueError("no such collection")
+
+    calls.clear()
+    with pytest.raises(ValueError):
+        read_racing_writes(broken)
+    assert len(calls) == 1  # not a race: raised at once
+
+    def always():
+        raise RuntimeError("Error finding id")
+
+    with pytest.raises(RuntimeError):
+        read_racing_writes(always, attempts=2)
