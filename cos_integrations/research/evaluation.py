@@ -632,6 +632,19 @@ KEYS = {
 }
 
 
+def _outcomes(rows: list[dict[str, Any]], step: str) -> dict[str, Any]:
+    """How a refine-from-traffic step's jobs ended (``STEP_outcomes``: status -> count) and
+    its model calls a document (``STEP_calls_per_doc``), over the documents' records."""
+    statuses: dict[str, int] = defaultdict(int)
+    for r in rows:
+        for o in r.get(step, []):
+            statuses[o["status"]] += 1
+    return {
+        f"{step}_outcomes": dict(statuses),
+        f"{step}_calls_per_doc": sum(r.get(f"{step}_calls", 0) for r in rows) / len(rows),
+    }
+
+
 def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Mean of every figure per method (over the documents that have it); for the
     retrieval methods, over every question (pooled), before and after refinement."""
@@ -647,23 +660,9 @@ def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]
             if any("questions_after" in r for r in rows):
                 agg["test_before"] = pooled([q for r in rows for q in r["questions"]])
                 agg["test_after"] = pooled([q for r in rows for q in r.get("questions_after", [])])
-                statuses: dict[str, int] = defaultdict(int)
-                for r in rows:
-                    for o in r.get("refine", []):
-                        statuses[o["status"]] += 1
-                agg["refine_outcomes"] = dict(statuses)
-                agg["refine_calls_per_doc"] = sum(r.get("refine_calls", 0) for r in rows) / len(
-                    rows
-                )
-                if any("deepen" in r for r in rows):
-                    deepened: dict[str, int] = defaultdict(int)
-                    for r in rows:
-                        for o in r.get("deepen", []):
-                            deepened[o["status"]] += 1
-                    agg["deepen_outcomes"] = dict(deepened)
-                    agg["deepen_calls_per_doc"] = sum(r.get("deepen_calls", 0) for r in rows) / len(
-                        rows
-                    )
+                for step in ("refine", "deepen"):
+                    if step == "refine" or any(step in r for r in rows):
+                        agg.update(_outcomes(rows, step))
                 if any("traffic_again" in r for r in rows):
                     traffic = [q for r in rows if "traffic_again" in r for q in r["traffic"]]
                     agg["repeat"] = repeat_stats(
