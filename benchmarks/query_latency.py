@@ -13,6 +13,7 @@ import argparse
 import statistics
 import time
 
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.index import CoSIndex
 from cos_integrations.retrieval import FallbackRetriever
 
@@ -32,7 +33,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=30)
     args = ap.parse_args()
     index = CoSIndex(args.index, create=False)
-    retriever = FallbackRetriever(index, threshold=0.0, k=2, refine_on_miss="off")
+    retriever = FallbackRetriever(index, k=2, refine_on_miss="off", rule=HitRule(threshold=0.0))
     plain, fallback = [], []
     for q in QUERIES:  # warm up
         index.summaries.query(query_embeddings=[index.embedder.embed_query(q)], n_results=2)

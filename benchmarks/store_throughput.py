@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from cos_integrations.embeddings import HashingEmbedder  # noqa: E402
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.index import CoSIndex  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def client(path: str, store_url: str | None, mode: str, seconds: float, out) -> 
     from cos_integrations.retrieval import FallbackRetriever
 
     index = CoSIndex(path, create=False, store_url=store_url)
-    retriever = FallbackRetriever(index, threshold=0.0, k=4, refine_on_miss="off")
+    retriever = FallbackRetriever(index, k=4, refine_on_miss="off", rule=HitRule(threshold=0.0))
     n, i = 0, 0
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:

@@ -29,6 +29,7 @@ _EXPORTS = {
     "CoSOutputError": "errors",
     "CoSResult": "result",
     "FallbackRetriever": "retrieval",
+    "HitRule": "hit_rule",
     "IngestReport": "index",
     "IterationRecord": "result",
     "OpenAIChatModel": "model",
@@ -61,6 +62,7 @@ __all__ = [
     "CoSOutputError",
     "CoSResult",
     "FallbackRetriever",
+    "HitRule",
     "IngestReport",
     "IterationRecord",
     "OpenAIChatModel",
@@ -99,6 +101,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from .config import PRESETS, CoSConfig
     from .engine import ChainOfSummaries
     from .errors import CoSError, CoSModelError, CoSOutputError
+    from .hit_rule import HitRule
     from .index import CoSIndex, IngestReport, SearchHit, read_manifest
     from .metrics import exact_match, normalize_answer, rouge_l, squad_f1
     from .model import ChatModel, ChatResult, OpenAIChatModel

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "Judge",
     "HitContext",
     "HIT_CONTEXTS",
     "DEFAULT_THRESHOLD",
@@ -42,9 +43,11 @@ __all__ = [
     "DEFAULT_REFINE_TEACH",
 ]
 
+# who decides a hit: the similarity alone, or the model answering from the hit context
+Judge = Literal["score", "llm"]
 HitContext = Literal["summaries", "best", "best+chunk", "focused"]
 HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk", "focused")
-# the most sentences a "focused" hit context keeps (metrics.focus_sentences)
+# the most sentences a "focused" hit context keeps (hit_rule.focus_sentences)
 FOCUS_SENTENCES = 4
 
 DEFAULT_THRESHOLD = 0.80

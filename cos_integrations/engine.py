@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from .config import CoSConfig
 from .defaults import DEFAULT_DEEPEN_STRATEGY, DeepenStrategy
 from .errors import CoSError, CoSModelError, CoSOutputError
-from .metrics import is_unanswered, normalize_answer, squad_f1, supporting_sentence
+from .hit_rule import supporting_sentence
+from .metrics import is_unanswered, normalize_answer, squad_f1
 from .model import ChatModel
 from .prompts import (
     ANSWERS_SCHEMA,
@@ -600,7 +601,7 @@ class ChainOfSummaries:
 
         ``extract`` (strategy ``"cos-extract"``): a round's synthesis appends the source's
         own sentences that answer the chosen failed questions
-        (:func:`~cos_integrations.metrics.supporting_sentence`) instead of asking the model
+        (:func:`~cos_integrations.hit_rule.supporting_sentence`) instead of asking the model
         for a rewrite, so a round costs one call (the evaluation) and adds no text the
         source does not state."""
         cfg = self.config

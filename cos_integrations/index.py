@@ -33,9 +33,10 @@ from urllib.parse import urlparse
 
 from .config import CoSConfig
 from .db import strip_password
-from .defaults import CALIBRATION_QUANTILE, DEFAULT_THRESHOLD
+from .defaults import DEFAULT_THRESHOLD
 from .embeddings import Embedder
 from .engine import ChainOfSummaries
+from .hit_rule import HitRule
 from .ingest import (
     IngestReport,
     chunk_metadata,
@@ -168,6 +169,8 @@ class CoSIndex:
         self.chroma_url = chroma_url or (existing or {}).get("chroma", {}).get("url")
         self.chunk_words = int((existing or {}).get("chunk_words", chunk_words))
         self._threshold: dict | None = (existing or {}).get("threshold")
+        recorded_rule = (existing or {}).get("hit_rule")
+        self._hit_rule = HitRule.model_validate(recorded_rule) if recorded_rule else None
         self.path.mkdir(parents=True, exist_ok=True)
         # the store: an explicit URL, else the manifest's (a server URL, recorded without
         # its password), else the SQLite file in this directory. The manifest keeps what it
@@ -247,6 +250,8 @@ class CoSIndex:
         }
         if self._threshold:
             manifest["threshold"] = self._threshold
+        if self._hit_rule is not None:
+            manifest["hit_rule"] = self._hit_rule.model_dump(mode="json")
         tmp = self.path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         os.replace(tmp, self.path / MANIFEST)
@@ -258,6 +263,27 @@ class CoSIndex:
         if found is None:
             raise FileNotFoundError(f"{self.path / MANIFEST}: no manifest")
         return found
+
+    # ------------------------------------------------------------------ hit rule
+    @property
+    def hit_rule(self) -> HitRule:
+        """The hit rule this index answers with when a retriever is given none: the one
+        recorded in its manifest (:meth:`set_hit_rule`), else the default ``HitRule()``."""
+        return self._hit_rule if self._hit_rule is not None else HitRule()
+
+    def set_hit_rule(self, rule: HitRule, *, recalibrate: bool = True) -> None:
+        """Record ``rule`` in the manifest: retrievers opened on this index without a rule
+        of their own answer with it. A new ``calibration_quantile`` recalibrates the
+        threshold (``recalibrate``), so the index answers the way it was calibrated.
+
+        Example:
+            >>> index.set_hit_rule(HitRule(judge="llm"))   # doctest: +SKIP
+        """
+        old = self.hit_rule
+        self._hit_rule = rule
+        self._write_manifest()
+        if recalibrate and rule.calibration_quantile != old.calibration_quantile:
+            self.calibrate_threshold()
 
     # ------------------------------------------------------------------ threshold
     @property
@@ -273,7 +299,7 @@ class CoSIndex:
         self,
         questions: Sequence[tuple[str, str]] | None = None,
         *,
-        quantile: float = CALIBRATION_QUANTILE,
+        quantile: float | None = None,
         min_questions: int = 10,
     ) -> float | None:
         """Set this index's threshold from questions it knows the answer document of.
@@ -284,7 +310,8 @@ class CoSIndex:
         users' queries do: in the quick start their 25th percentile was 0.848 with e5,
         against 0.813 for SQuAD's human questions, and a refined summary was then never
         asked again). The threshold is the ``quantile`` of their cosine similarity to their
-        own document's current summary, so about three in four queries like them reach the
+        own document's current summary (default: the hit rule's
+        ``calibration_quantile``, 0.25), so about three in four queries like them reach the
         judge, whatever the embedder's scale (e5's scores sit near 0.8, a bag-of-words
         embedder's near 0.2). Stored in the manifest; an explicit ``threshold=`` on a
         retriever still wins. Returns the value, or ``None`` (nothing changed) with fewer
@@ -294,6 +321,8 @@ class CoSIndex:
             >>> index.calibrate_threshold([("lease", "When is rent due?"), ...])  # doctest: +SKIP
             0.81
         """
+        if quantile is None:
+            quantile = self.hit_rule.calibration_quantile
         if questions is None:
             questions = [
                 (d.doc_id, q.question)

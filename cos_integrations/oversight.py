@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .guard import summary_flags, unfaithful_spans
-from .metrics import is_grounded, normalize_answer
+from .hit_rule import is_grounded
+from .metrics import normalize_answer
 from .store import Action, DocumentRecord, SummaryVersion
 from .text import estimate_tokens
 

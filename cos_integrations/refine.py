@@ -7,7 +7,7 @@ One round for a job ``(doc_id, query)`` (three to seven model calls):
 2. add the pair to the document's question bank (origin ``miss``, refinement split);
 3. evaluate the current summary on the bank, then teach it the query (``teach``):
    ``"extract"`` appends the source's own sentence that holds the answer and the most of
-   the query's key words (:func:`~cos_integrations.metrics.supporting_sentence`; no
+   the query's key words (:func:`~cos_integrations.hit_rule.supporting_sentence`; no
    model-written text), ``"rewrite"`` asks the model to rewrite the summary from the
    source to cover the query (and other unanswered refinement questions, up to ``iq``)
    and, if that still misses, for one sentence stating the answer; ``"both"`` tries the
@@ -41,8 +41,9 @@ from .defaults import (
 from .engine import ChainOfSummaries, Evaluation, ModelRun
 from .errors import CoSError
 from .guard import summary_flags
+from .hit_rule import is_grounded, supporting_sentence
 from .index import CoSIndex
-from .metrics import is_grounded, is_unanswered, normalize_answer, supporting_sentence
+from .metrics import is_unanswered, normalize_answer
 from .prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
 from .questions import ParseError, QAPair, parse_answers, parse_summary
 from .refine_queue import RefineJob

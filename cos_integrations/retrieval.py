@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Literal
 from .config import CoSConfig
 from .defaults import (
     DEFAULT_HIT_CONTEXT,
+    DEFAULT_REFINE_TEACH,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
@@ -52,10 +53,13 @@ from .defaults import (
     DEFAULT_VERIFY_ROUTE,
     FOCUS_SENTENCES,
     HIT_CONTEXTS,
+    REFINE_TEACH,
     HitContext,
+    RefineTeach,
 )
+from .hit_rule import HitRule, Judge, apply_legacy, focus_sentences, is_grounded
 from .index import CoSIndex, SearchHit
-from .metrics import echoes_question, focus_sentences, is_grounded, is_supported, is_unanswered
+from .metrics import is_unanswered
 from .model import ChatModel
 from .prompts import ANSWERS_SCHEMA, answer_messages
 from .questions import ParseError, parse_answers
@@ -66,6 +70,9 @@ from .usage import Usage
 __all__ = [
     "FallbackRetriever",
     "RetrievalResult",
+    "Decision",
+    "HitRule",
+    "Judge",
     "answer_from",
     "ask",
     "focus_items",
@@ -84,7 +91,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Judge = Literal["score", "llm"]
 RefineMode = Literal["queue", "background", "off"]
 
 
@@ -167,13 +173,12 @@ async def answer_from(
 def focus_items(
     query: str, items: list[SearchHit], *, limit: int = FOCUS_SENTENCES
 ) -> list[SearchHit]:
-    """``items`` cut to their sentences that speak of ``query`` (at most ``limit`` in all,
-    see :func:`~cos_integrations.metrics.focus_sentences`): what a ``"focused"`` hit
-    context reads. Items with no such sentence are dropped; the rest keep their id, score
-    and metadata, with ``cos_focused=True``.
+    """``items`` cut to their sentences on ``query`` (at most ``limit`` over all of them,
+    see :func:`~cos_integrations.hit_rule.focus_sentences`): what a ``"focused"`` hit
+    context reads; an item with no such sentence is dropped.
 
     Example:
-        >>> hit = SearchHit("c1", "d", "Rain fell. Rent is due on the 1st.", 0.9, {}, "chunk")
+        >>> hit = SearchHit("s", "lease", "The flat is small. Rent is due on the 1st.", 0.9)
         >>> [h.text for h in focus_items("When is rent due?", [hit])]
         ['Rent is due on the 1st.']
     """
@@ -185,23 +190,42 @@ def focus_items(
     ]
 
 
+@dataclass
+class Decision:
+    """One query's way through the hit rule: whether it hit, why, what the judge read and
+    said, and the collection's top chunks when the routing check searched them (a miss
+    reuses them)."""
+
+    hit: bool = False
+    reason: str = ""
+    context: list[SearchHit] = field(default_factory=list)
+    full: list[SearchHit] = field(default_factory=list)  # the context before a focused cut
+    top: list[SearchHit] | None = None
+    judge_answer: str | None = None
+    checks: dict[str, bool] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    judge_tokens: int = 0
+
+
 class FallbackRetriever:
     """Summaries first, full text on a miss, and a refine job for every miss.
 
-    ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos refine`` worker processes), ``"off"``,
-    or ``"background"`` (enqueue, and a :class:`~cos_integrations.refine.BackgroundRefiner`
-    owned by this retriever, started on the first miss, refines with ``llm`` and
-    ``refine_config`` (default: the index's config) while queries go on; :meth:`close`
-    stops it). ``on_miss(result)`` is called for every miss that queued a job. A call may
-    pass its own ``llm=`` (e.g. one bound to a framework run's callbacks); the counters
-    ``hits`` and ``misses`` stay on this retriever. ``hit_context``, ``reject_echo``,
-    ``require_support``, ``verify_chunk`` and ``verify_route`` (``None``: on for
-    ``judge="llm"``, off for ``judge="score"``) shape the hit decision (see the module
-    docstring); ``k`` summaries are searched either way.
+    ``rule`` (a :class:`~cos_integrations.hit_rule.HitRule`) decides a hit; ``None``: the
+    index's (:attr:`CoSIndex.hit_rule`, the one it was calibrated with, else the default
+    rule: similarity only, no model call). ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos
+    refine`` worker processes), ``"off"``, or ``"background"`` (enqueue, and a
+    :class:`~cos_integrations.refine.BackgroundRefiner` owned by this retriever, started on
+    the first miss, refines with ``llm``, ``refine_config`` (default: the index's config)
+    and ``refine_teach`` while queries go on; :meth:`close` stops it). ``on_miss(result)``
+    is called for every miss that queued a job. A call may pass its own ``llm=`` (e.g. one
+    bound to a framework run's callbacks); the counters ``hits`` and ``misses`` stay on
+    this retriever. ``k`` summaries are searched either way. The hit-rule keywords of
+    before 0.2 (``threshold=``, ``judge=``, ...) still work, with a deprecation warning.
 
     Example:
-        >>> retriever = FallbackRetriever(index, llm=llm, judge="llm", k=2)  # doctest: +SKIP
-        >>> retriever.retrieve("When is rent due?").hit                      # doctest: +SKIP
+        >>> rule = HitRule(judge="llm")
+        >>> retriever = FallbackRetriever(index, llm=llm, rule=rule, k=2)  # doctest: +SKIP
+        >>> retriever.retrieve("When is rent due?").hit                    # doctest: +SKIP
         True
     """
 
@@ -211,65 +235,54 @@ class FallbackRetriever:
         *,
         llm: ChatModel | None = None,
         k: int = 4,
-        threshold: float | None = None,
-        judge: Judge = "score",
+        rule: HitRule | None = None,
         fallback_k: int | None = None,
         refine_on_miss: RefineMode = "queue",
         on_miss: Callable[[RetrievalResult], None] | None = None,
-        hit_context: HitContext | None = None,
-        reject_echo: bool = DEFAULT_REJECT_ECHO,
-        require_support: bool = DEFAULT_REQUIRE_SUPPORT,
-        verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
-        verify_route: bool | None = DEFAULT_VERIFY_ROUTE,
         refine_config: CoSConfig | None = None,
+        refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
+        **legacy: object,
     ) -> None:
-        if judge == "llm" and llm is None:
-            raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
+        rule = apply_legacy(rule, legacy, where="FallbackRetriever", base=index.hit_rule)
         if refine_on_miss not in ("queue", "background", "off"):
             raise ValueError(
                 f"refine_on_miss must be queue, background or off, not {refine_on_miss!r}"
             )
         if refine_on_miss == "background" and llm is None:
             raise ValueError('refine_on_miss="background" needs llm= to refine with')
-        if hit_context is None:
-            # what was measured best for the model judge; a similarity-only hit has no
-            # judge and returns the top-k summaries (the retriever's k contract)
-            hit_context = DEFAULT_HIT_CONTEXT if judge == "llm" else "summaries"
-        if hit_context not in HIT_CONTEXTS:
-            raise ValueError(f"hit_context must be one of {HIT_CONTEXTS}, not {hit_context!r}")
+        if refine_teach not in REFINE_TEACH:
+            raise ValueError(f"refine_teach must be one of {REFINE_TEACH}, not {refine_teach!r}")
         self.index = index
         self.llm = llm
         self.k = k
-        self.threshold = threshold  # None: the index's (calibrated, else 0.80), read live
-        self.judge = judge
         self.fallback_k = fallback_k
         self.refine_on_miss = refine_on_miss
         self.on_miss = on_miss
-        self.hit_context = hit_context
-        self.reject_echo = reject_echo
-        self.require_support = require_support
-        self.verify_chunk = verify_chunk
-        self.verify_route = verify_route
         self.refine_config = refine_config
+        self.refine_teach = refine_teach
         self.hits = 0
         self.misses = 0
         self._background: BackgroundRefiner | None = None
+        self._rule: HitRule | None = None
+        self.rule = rule
 
     @property
-    def routes(self) -> bool:
-        """Whether the routing check applies (``verify_route``, or its default for the
-        judge: on for ``"llm"``, off for ``"score"``)."""
-        return self.judge == "llm" if self.verify_route is None else self.verify_route
+    def rule(self) -> HitRule:
+        """The hit rule in force: the one given, else the index's (read live)."""
+        return self._rule if self._rule is not None else self.index.hit_rule
+
+    @rule.setter
+    def rule(self, rule: HitRule | None) -> None:
+        if rule is not None and rule.judge == "llm" and self.llm is None:
+            raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
+        self._rule = rule
 
     @property
     def threshold(self) -> float:
         """The similarity a query's best summary must reach before the judge is asked: the
-        value given, else the index's (:attr:`CoSIndex.threshold`: calibrated, or 0.80)."""
-        return self._threshold if self._threshold is not None else self.index.threshold
-
-    @threshold.setter
-    def threshold(self, value: float | None) -> None:
-        self._threshold = value
+        rule's, else the index's (:attr:`CoSIndex.threshold`: calibrated, or 0.80)."""
+        rule = self.rule
+        return rule.threshold if rule.threshold is not None else self.index.threshold
 
     def retrieve(
         self, query: str, *, k: int | None = None, llm: ChatModel | None = None
@@ -281,127 +294,147 @@ class FallbackRetriever:
         self, query: str, *, k: int | None = None, llm: ChatModel | None = None
     ) -> RetrievalResult:
         """Decide hit or miss for ``query`` (``k`` summaries searched, default ``self.k``);
-        ``llm`` overrides the retriever's model for this call's judge."""
+        ``llm`` overrides the retriever's model for this call's judge.
+
+        Route (the summary search, and the chunk search when the rule checks routing),
+        decide (threshold, routing, hit context, judge), then answer from the hit context
+        or fall back to source chunks and queue a refine job."""
         k = self.k if k is None else k
-        llm = llm or self.llm
-        index = self.index
-        embedding = await asyncio.to_thread(index.embedder.embed_query, query)
-        candidates = await asyncio.to_thread(index.search_summaries, query, k, embedding=embedding)
+        rule = self.rule
+        embedding = await asyncio.to_thread(self.index.embedder.embed_query, query)
+        candidates = await asyncio.to_thread(
+            self.index.search_summaries, query, k, embedding=embedding
+        )
         if not candidates:
             return RetrievalResult(query, False, [], "empty index")
-        best = candidates[0]
-        relevant = [c for c in candidates if c.score >= self.threshold]
-        usage = Usage()
-        answer: str | None = None
-        judge_answer: str | None = None
-        checks: dict[str, bool] = {}
-        context: list[SearchHit] = []
-        full: list[SearchHit] = []  # the context before a "focused" cut
-        top: list[SearchHit] | None = None  # the whole collection's top chunks, if searched
-        hit, reason = False, ""
-        if relevant and self.routes:
-            top = await asyncio.to_thread(
-                index.search_chunks, query, self.fallback_k or k, embedding=embedding
-            )
-            if top:  # no chunk vectors: nothing to agree with, the check does not apply
-                checks["routed"] = top[0].doc_id == best.doc_id
-        if not relevant:
-            hit, reason = False, f"best similarity {best.score:.3f} < {self.threshold}"
-        elif checks.get("routed") is False:
-            assert top is not None
-            hit = False
-            reason = (
-                f"routing disagrees: the best summary is {best.doc_id}'s, the top source "
-                f"chunk {top[0].doc_id}'s"
-            )
-        else:
-            context = full = await self._context(query, relevant, embedding, top)
-            if self.hit_context == "focused":
-                context = focus_items(query, full)
-                checks["focused"] = bool(context)
-                if not context:
-                    reason = (
-                        "no sentence of the best summary or its chunk holds half of the "
-                        "query's key words"
-                    )
-        if context and self.judge == "llm":
-            assert llm is not None
-            judge_answer, usage = await ask(llm, query, context)
-            checks |= await asyncio.to_thread(
-                self._checks, judge_answer, query, context, embedding, full
-            )
-            failed = [name for name in self._required() if not checks.get(name)]
-            hit = not failed
-            answer = judge_answer if hit else None
-            reason = (
-                "summaries answer the query"
-                if hit
-                else f"summaries do not answer it ({', '.join(failed)} failed)"
-            )
-        elif context:
-            hit, reason = True, f"best similarity {best.score:.3f} >= {self.threshold}"
-        judged = self.judge == "llm" and bool(context)
-        judge_tokens = sum(estimate_tokens(h.text) for h in context) if judged else 0
-        if hit:
-            self.hits += 1
-            # "summaries": callers get the top-k summaries, best first (the hit was decided
-            # on those that clear the threshold); otherwise what the answer came from
-            items = [*candidates] if self.hit_context == "summaries" else context
-            for h in items:
-                h.metadata["cos_hit"] = True
-            await asyncio.to_thread(
-                index.store.record_event,
-                "hit",
-                best.doc_id,
-                query,
-                context_tokens=sum(estimate_tokens(h.text) for h in items),
-            )
-            return RetrievalResult(
-                query,
-                True,
-                items,
-                reason,
-                candidates,
-                answer,
-                usage=usage,
-                judge_answer=judge_answer,
-                judge_context_tokens=judge_tokens,
-                checks=checks,
-            )
-        res = await self._miss(query, k, candidates, embedding, reason, usage, top)
-        res.judge_answer, res.checks, res.judge_context_tokens = judge_answer, checks, judge_tokens
-        return res
+        decision = await self._route(query, candidates, embedding, k, rule)
+        if not decision.reason:
+            await self._build_context(query, decision, candidates, embedding, rule)
+        if decision.context:
+            await self._judge(query, decision, embedding, llm or self.llm, rule)
+        if decision.hit:
+            return await self._hit(query, candidates, decision, rule)
+        return await self._miss(query, k, candidates, embedding, decision)
 
-    def _required(self) -> list[str]:
-        names = ["in_context"]
-        if self.reject_echo:
-            names.append("not_echo")
-        if self.require_support:
-            names.append("supported")
-        if self.verify_chunk:
-            names.append("in_chunk")
-        return names
-
-    async def _context(
+    async def _route(
         self,
         query: str,
-        relevant: list[SearchHit],
+        candidates: list[SearchHit],
         embedding: list[float],
-        top: list[SearchHit] | None = None,
-    ) -> list[SearchHit]:
-        """What the judge reads and a hit returns (see ``hit_context``); ``top``, the
-        collection's top chunks when the routing check searched them: its first chunk is
-        then the best summary's document's best chunk, so no second search is made."""
-        if self.hit_context == "summaries":
-            return relevant
-        best = relevant[0]
-        # "focused" starts from best+chunk and keeps their sentences on the query
-        if self.hit_context == "best":
-            return [best]
-        if top and top[0].doc_id == best.doc_id:
-            return [best, top[0]]
-        chunk = await asyncio.to_thread(self._best_chunk, query, best.doc_id, embedding)
-        return [best, *chunk]
+        k: int,
+        rule: HitRule,
+    ) -> Decision:
+        """The threshold and the routing check: a :class:`Decision` with a ``reason`` is
+        already a miss."""
+        best, threshold = candidates[0], self.threshold
+        decision = Decision()
+        if best.score < threshold:
+            decision.reason = f"best similarity {best.score:.3f} < {threshold}"
+            return decision
+        if rule.routes:
+            decision.top = await asyncio.to_thread(
+                self.index.search_chunks, query, self.fallback_k or k, embedding=embedding
+            )
+            if decision.top:  # no chunk vectors: nothing to agree with, the check does not apply
+                decision.checks["routed"] = decision.top[0].doc_id == best.doc_id
+                if not decision.checks["routed"]:
+                    decision.reason = (
+                        f"routing disagrees: the best summary is {best.doc_id}'s, the top "
+                        f"source chunk {decision.top[0].doc_id}'s"
+                    )
+        return decision
+
+    async def _build_context(
+        self,
+        query: str,
+        decision: Decision,
+        candidates: list[SearchHit],
+        embedding: list[float],
+        rule: HitRule,
+    ) -> None:
+        """What the judge reads and a hit returns (``rule.context``); the collection's top
+        chunks, when the routing check searched them, spare a second search (their first
+        is then the best summary's document's best chunk)."""
+        threshold = self.threshold
+        relevant = [c for c in candidates if c.score >= threshold]
+        best, top = relevant[0], decision.top
+        if rule.context == "summaries":
+            full = relevant
+        elif rule.context == "best":
+            full = [best]
+        elif top and top[0].doc_id == best.doc_id:
+            full = [best, top[0]]
+        else:
+            full = [best, *await asyncio.to_thread(self._best_chunk, query, best.doc_id, embedding)]
+        decision.full = decision.context = full
+        if rule.context == "focused":
+            decision.context = focus_items(query, full, limit=rule.focus_sentences)
+            decision.checks["focused"] = bool(decision.context)
+            if not decision.context:
+                decision.reason = (
+                    "no sentence of the best summary or its chunk holds half of the query's "
+                    "key words"
+                )
+        if decision.context and rule.judge == "score":
+            decision.hit = True
+            decision.reason = f"best similarity {best.score:.3f} >= {threshold}"
+
+    async def _judge(
+        self,
+        query: str,
+        decision: Decision,
+        embedding: list[float],
+        llm: ChatModel | None,
+        rule: HitRule,
+    ) -> None:
+        """The model answers from the hit context; the rule's checks decide (judge "llm")."""
+        if rule.judge != "llm":
+            return
+        if llm is None:
+            raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
+        context = decision.context
+        decision.judge_answer, decision.usage = await ask(llm, query, context)
+        decision.judge_tokens = sum(estimate_tokens(h.text) for h in context)
+        decision.checks |= await asyncio.to_thread(
+            self._checks, decision.judge_answer, query, context, embedding, decision.full, rule
+        )
+        failed = rule.failed(decision.checks)
+        decision.hit = not failed
+        decision.reason = (
+            "summaries answer the query"
+            if decision.hit
+            else f"summaries do not answer it ({', '.join(failed)} failed)"
+        )
+
+    async def _hit(
+        self, query: str, candidates: list[SearchHit], decision: Decision, rule: HitRule
+    ) -> RetrievalResult:
+        """Count and record a hit; ``"summaries"`` returns the top-k summaries, best first
+        (the hit was decided on those that clear the threshold), otherwise what the answer
+        came from."""
+        self.hits += 1
+        items = [*candidates] if rule.context == "summaries" else decision.context
+        for h in items:
+            h.metadata["cos_hit"] = True
+        await asyncio.to_thread(
+            self.index.store.record_event,
+            "hit",
+            candidates[0].doc_id,
+            query,
+            context_tokens=sum(estimate_tokens(h.text) for h in items),
+        )
+        return RetrievalResult(
+            query,
+            True,
+            items,
+            decision.reason,
+            candidates,
+            decision.judge_answer if rule.judge == "llm" else None,
+            usage=decision.usage,
+            judge_answer=decision.judge_answer,
+            judge_context_tokens=decision.judge_tokens,
+            checks=decision.checks,
+        )
 
     def _best_chunk(self, query: str, doc_id: str, embedding: list[float]) -> list[SearchHit]:
         """The source chunk of ``doc_id`` closest to the query (chunk vectors, or the stored
@@ -417,40 +450,42 @@ class FallbackRetriever:
         query: str,
         context: list[SearchHit],
         embedding: list[float],
-        full: list[SearchHit] | None = None,
+        full: list[SearchHit],
+        rule: HitRule,
     ) -> dict[str, bool]:
-        """Every check on the judge's answer (cheap, no model call); the decision uses
-        those this retriever requires, and the rest are reported for diagnosis.
-        ``in_chunk`` is reported when the context holds a chunk or ``verify_chunk`` asks
-        for one (only then is the extra vector search made); it reads the whole chunk
-        (``full``: the context before a ``"focused"`` cut)."""
-        content = _content(context)
-        in_context = is_grounded(answer, content)
+        """The rule's checks on the judge's answer (:meth:`HitRule.check`), fed from the
+        store: the full text of the context's documents, and the best summary's document's
+        best chunk when the context holds one or ``verify_chunk`` asks for one (only then
+        is the extra vector search made; ``full`` is the context before a focused cut)."""
         sources = []
         for doc_id in dict.fromkeys(h.doc_id for h in context):
             doc = self.index.store.get_document(doc_id)
             if doc is not None:
                 sources.append(doc.text)
-        checks = {
-            "in_context": in_context,
-            "not_echo": not echoes_question(answer, query),
-            "in_source": in_context and is_grounded(answer, "\n".join(sources)),
-            "supported": in_context and is_supported(answer, query, content),
-        }
-        # the best summary's document: its chunk closest to the query should hold the
-        # answer too (already in the context for best+chunk)
+        content = _content(context)
         chunk = [h for h in full or context if h.kind == "chunk"][:1]
         best = next((h for h in full or context if h.kind == "summary"), None)
-        if not chunk and self.verify_chunk and best is not None and in_context:
+        if not chunk and rule.verify_chunk and best is not None and is_grounded(answer, content):
             chunk = self._best_chunk(query, best.doc_id, embedding)
-        if chunk or self.verify_chunk:
-            checks["in_chunk"] = in_context and bool(chunk) and is_grounded(answer, chunk[0].text)
-        return checks
+        chunk_text = chunk[0].text if chunk else ("" if rule.verify_chunk else None)
+        return rule.check(answer, query, content, sources="\n".join(sources), chunk=chunk_text)
 
     async def _miss(
-        self, query, k, candidates, embedding, reason, usage, top=None
+        self,
+        query: str,
+        k: int,
+        candidates: list[SearchHit],
+        embedding: list[float],
+        decision: Decision,
     ) -> RetrievalResult:
-        index = self.index
+        """Fall back to source chunks (or the candidates' stored text), queue a refine job
+        for the document they came from, and record the miss."""
+        index, reason, usage, top = self.index, decision.reason, decision.usage, decision.top
+        judged = {
+            "judge_answer": decision.judge_answer,
+            "judge_context_tokens": decision.judge_tokens,
+            "checks": decision.checks,
+        }
         fk = self.fallback_k or k
         doc_ids = list(dict.fromkeys(c.doc_id for c in candidates))
         silent = [await asyncio.to_thread(index.store.not_in_source, d, query) for d in doc_ids]
@@ -466,6 +501,7 @@ class FallbackRetriever:
                 candidates,
                 usage=usage,
                 not_in_source=True,
+                **judged,
             )
         # Candidate documents first, then the whole collection; the best chunks win, so a
         # source whose summary was not even retrieved can still answer.
@@ -501,7 +537,15 @@ class FallbackRetriever:
             context_tokens=sum(estimate_tokens(h.text) for h in items),
         )
         result = RetrievalResult(
-            query, False, items, reason, candidates, job_id=job_id, usage=usage, fallback=fallback
+            query,
+            False,
+            items,
+            reason,
+            candidates,
+            job_id=job_id,
+            usage=usage,
+            fallback=fallback,
+            **judged,
         )
         log.info("cache miss for %r (%s); refine job %s on %s", query, reason, job_id, target)
         if job_id is not None:
@@ -516,9 +560,11 @@ class FallbackRetriever:
             from .engine import ChainOfSummaries
             from .refine import BackgroundRefiner, Refiner
 
-            assert self.llm is not None
+            if self.llm is None:  # __init__ checks it; a caller may have cleared it since
+                raise ValueError('refine_on_miss="background" needs llm= to refine with')
             engine = ChainOfSummaries(self.llm, self.refine_config or self.index.config)
-            self._background = BackgroundRefiner(Refiner(self.index, engine))
+            refiner = Refiner(self.index, engine, teach=self.refine_teach)
+            self._background = BackgroundRefiner(refiner)
         return self._background
 
     @property

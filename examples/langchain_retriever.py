@@ -15,6 +15,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from cos_integrations import CoSConfig
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.loaders import load_paths
 from cos_integrations.runtime import open_model
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
@@ -40,9 +41,8 @@ def main(index_dir: Path) -> None:
             llm=chat,
             embeddings=CoSLocalEmbeddings(),
             k=2,
-            threshold=0.75,
-            judge="llm",
             cos_config=CoSConfig.fast(max_summary_words=60),
+            rule=HitRule(threshold=0.75, judge="llm"),
         )
         print("indexed:", retriever.add_documents(docs))
         for q in ("When is the rent due?", "How many kilometres make a train journey mandatory?"):

@@ -17,6 +17,7 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from cos_integrations import CoSConfig
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.loaders import load_paths
 from cos_integrations.runtime import open_model
 from llamaindex_ext import (
@@ -66,8 +67,7 @@ def main(index_dir: Path) -> None:
             llm=llm,
             embed_model=embed_model,
             similarity_top_k=2,
-            threshold=0.75,
-            judge="llm",
+            rule=HitRule(threshold=0.75, judge="llm"),
         )
         for q in ("When is the rent due?", "Where must bicycles be stored?"):
             found = retriever.retrieve(q)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.embeddings import LocalEmbedder
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.index import CoSIndex
 from cos_integrations.loaders import load_paths
 from cos_integrations.refine import BackgroundRefiner, Refiner
@@ -36,11 +37,10 @@ async def main(index_dir: Path) -> None:
             retriever = FallbackRetriever(
                 index,
                 llm=llm,
-                judge="llm",
-                threshold=0.7,
                 k=1,
                 refine_on_miss="background",
                 on_miss=worker.notify,
+                rule=HitRule(judge="llm", threshold=0.7),
             )
             first = await retriever.aretrieve(QUESTION)
             print(

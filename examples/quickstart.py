@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.embeddings import LocalEmbedder
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.index import CoSIndex
 from cos_integrations.loaders import load_paths
 from cos_integrations.refine import Refiner
@@ -76,7 +77,7 @@ async def main(index_dir: Path) -> None:
             )
         # the default hit rule (BENCHMARKS.md): the sentences of the best summary and its
         # best chunk that speak of the query, and an answer one of them supports
-        retriever = FallbackRetriever(index, llm=llm, judge="llm", k=2)
+        retriever = FallbackRetriever(index, llm=llm, k=2, rule=HitRule(judge="llm"))
         print("\n== queries")
         await ask(retriever, llm, "hit expected", HIT)
         miss = await ask(retriever, llm, "miss expected", MISS)

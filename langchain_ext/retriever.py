@@ -16,17 +16,11 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
+from cos_integrations.defaults import DEFAULT_REFINE_TEACH, HitContext, RefineTeach
+from cos_integrations.hit_rule import HitRule, apply_legacy
 from cos_integrations.index import CoSIndex, SearchHit
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.retrieval import (
-    DEFAULT_REJECT_ECHO,
-    DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_ROUTE,
-    FallbackRetriever,
-    HitContext,
-    RetrievalResult,
-)
+from cos_integrations.retrieval import FallbackRetriever, RetrievalResult
 
 from .chat_model import as_chat_model
 from .embeddings import as_embedder
@@ -35,6 +29,17 @@ from .transformer import document_id
 __all__ = ["CoSFallbackRetriever"]
 
 log = logging.getLogger(__name__)
+
+# the retriever's hit-rule fields before 0.2, now HitRule's (rule=)
+_LEGACY = (
+    "threshold",
+    "judge",
+    "hit_context",
+    "reject_echo",
+    "require_support",
+    "verify_chunk",
+    "verify_route",
+)
 
 
 def _to_document(hit: SearchHit, hit_flag: bool) -> Document:
@@ -54,8 +59,11 @@ class CoSFallbackRetriever(BaseRetriever):
 
             from langchain_ext import CoSFallbackRetriever, CoSLocalEmbeddings
 
+            from cos_integrations import HitRule
+
             retriever = CoSFallbackRetriever.from_persist_dir(
-                "./index", llm=chat_model, embeddings=CoSLocalEmbeddings(), k=4
+                "./index", llm=chat_model, embeddings=CoSLocalEmbeddings(), k=4,
+                rule=HitRule(judge="llm"),   # None: the index's recorded rule
             )
 
     Add documents (summarises new or changed ones; idempotent):
@@ -81,14 +89,19 @@ class CoSFallbackRetriever(BaseRetriever):
     # constructors call it; `index_path` (the name before 0.2) is still accepted
     persist_dir: str = Field(validation_alias=AliasChoices("persist_dir", "index_path"))
     k: int = 4
-    threshold: float | None = None  # None: the index's (calibrated, else 0.80)
-    judge: Literal["score", "llm"] = "score"
-    hit_context: HitContext | None = None  # judge llm: focused; score: k summaries
-    reject_echo: bool = DEFAULT_REJECT_ECHO
-    require_support: bool = DEFAULT_REQUIRE_SUPPORT
-    verify_chunk: bool = DEFAULT_VERIFY_CHUNK
-    verify_route: bool | None = DEFAULT_VERIFY_ROUTE
+    # the hit rule; None: the index's recorded one (cos_integrations.HitRule)
+    rule: HitRule | None = None
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
+    # how the background refiner teaches a summary a missed query
+    refine_teach: RefineTeach = DEFAULT_REFINE_TEACH
+    # the hit-rule fields before 0.2 (deprecated: rule=HitRule(...)); None: the rule's
+    threshold: float | None = None
+    judge: Literal["score", "llm"] | None = None
+    hit_context: HitContext | None = None
+    reject_echo: bool | None = None
+    require_support: bool | None = None
+    verify_chunk: bool | None = None
+    verify_route: bool | None = None
     chroma_url: str | None = None
     # the store on a server (postgresql://...); None: the manifest's, else the index's file
     store_url: str | None = Field(default=None, repr=False)
@@ -102,11 +115,20 @@ class CoSFallbackRetriever(BaseRetriever):
     _core_spec: tuple = PrivateAttr(default=())
 
     def __init__(self, *, llm: Any = None, embeddings: Any = None, **data: Any) -> None:
+        legacy = {k: data[k] for k in _LEGACY if data.get(k) is not None}
+        apply_legacy(None, legacy, where="CoSFallbackRetriever", base=HitRule())  # warns
         super().__init__(**data)
-        if self.judge == "llm" and llm is None:
+        judge = self.judge or (self.rule.judge if self.rule else None)
+        if judge == "llm" and llm is None:
             raise ValueError('judge="llm" needs llm=; pass a chat model or use judge="score"')
         self._llm = llm
         self._embeddings = embeddings
+
+    @property
+    def hit_rule(self) -> HitRule:
+        """The hit rule in force: ``rule``, else the index's, with any legacy field set."""
+        base = self.rule or self.index.hit_rule
+        return base.with_options(**{k: getattr(self, k) for k in _LEGACY})
 
     @classmethod
     def from_persist_dir(
@@ -175,28 +197,25 @@ class CoSFallbackRetriever(BaseRetriever):
     def core(self) -> FallbackRetriever:
         """The one core retriever behind every query (its counters are this retriever's).
 
-        Fields changed after construction apply to the next query: the thresholds and
-        checks are copied over each time; a new ``judge``, ``hit_context`` or
-        ``refine_on_miss`` builds a new core that keeps the counters."""
-        spec = (self.judge, self.hit_context, self.refine_on_miss)
+        Fields changed after construction apply to the next query: ``k`` and the hit rule
+        are copied over each time; a new ``refine_on_miss`` or ``refine_teach`` builds a new
+        core that keeps the counters."""
+        spec = (self.refine_on_miss, self.refine_teach)
         if self._core is None or self._core_spec != spec:
             old = self._core
             self._core = FallbackRetriever(
                 self.index,
                 llm=as_chat_model(self._llm) if self._llm is not None else None,
-                judge=self.judge,
                 refine_on_miss=self.refine_on_miss,
-                hit_context=self.hit_context,
                 refine_config=self.cos_config,
+                refine_teach=self.refine_teach,
             )
             self._core_spec = spec
             if old is not None:
                 self._core.hits, self._core.misses = old.hits, old.misses
                 old.close()
         core = self._core
-        core.k, core.threshold = self.k, self.threshold
-        core.reject_echo, core.require_support = self.reject_echo, self.require_support
-        core.verify_chunk, core.verify_route = self.verify_chunk, self.verify_route
+        core.k, core.rule = self.k, self.hit_rule
         return core
 
     def _run_llm(self, run_manager: Any) -> Any:

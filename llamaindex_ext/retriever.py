@@ -21,17 +21,11 @@ from llama_index.core.schema import (
 from pydantic import PrivateAttr
 
 from cos_integrations import CoSConfig
+from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.embeddings import LocalEmbedder
+from cos_integrations.hit_rule import HitRule, apply_legacy
 from cos_integrations.index import CoSIndex, SearchHit, read_manifest
-from cos_integrations.retrieval import (
-    DEFAULT_REJECT_ECHO,
-    DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_ROUTE,
-    FallbackRetriever,
-    HitContext,
-    RetrievalResult,
-)
+from cos_integrations.retrieval import FallbackRetriever, RetrievalResult
 
 from .embeddings import as_embedder
 from .llm import as_chat_model
@@ -102,8 +96,11 @@ class CoSFallbackRetriever(BaseRetriever):
 
             from llamaindex_ext import CoSFallbackRetriever, CoSLocalEmbedding
 
+            from cos_integrations import HitRule
+
             retriever = CoSFallbackRetriever.from_defaults(
-                persist_dir="./index", llm=llm, similarity_top_k=3
+                persist_dir="./index", llm=llm, similarity_top_k=3,
+                rule=HitRule(judge="llm"),   # None: the index's recorded rule
             )   # llm / embed_model default to Settings where needed
 
     Retrieve:
@@ -125,17 +122,13 @@ class CoSFallbackRetriever(BaseRetriever):
         *,
         llm: Any = None,
         similarity_top_k: int = 4,
-        threshold: float | None = None,
-        judge: Literal["score", "llm"] = "score",
-        hit_context: HitContext | None = None,
-        reject_echo: bool = DEFAULT_REJECT_ECHO,
-        require_support: bool = DEFAULT_REQUIRE_SUPPORT,
-        verify_chunk: bool = DEFAULT_VERIFY_CHUNK,
-        verify_route: bool | None = DEFAULT_VERIFY_ROUTE,
+        rule: HitRule | None = None,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
         config: CoSConfig | None = None,
+        refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        **legacy: Any,
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.index = index
@@ -145,16 +138,21 @@ class CoSFallbackRetriever(BaseRetriever):
             index,
             llm=self._chat,
             k=similarity_top_k,
-            threshold=threshold,
-            judge=judge,
+            rule=apply_legacy(rule, legacy, where="CoSFallbackRetriever", base=index.hit_rule),
             refine_on_miss=refine_on_miss,
-            hit_context=hit_context,
-            reject_echo=reject_echo,
-            require_support=require_support,
-            verify_chunk=verify_chunk,
-            verify_route=verify_route,
             refine_config=config,
+            refine_teach=refine_teach,
         )
+
+    @property
+    def rule(self) -> HitRule:
+        """The hit rule in force (the one given, else the index's); assign a new one to
+        change it for the next query."""
+        return self.core.rule
+
+    @rule.setter
+    def rule(self, rule: HitRule | None) -> None:
+        self.core.rule = rule
 
     @classmethod
     def from_defaults(
@@ -170,7 +168,7 @@ class CoSFallbackRetriever(BaseRetriever):
         """Open an index the LlamaIndex way: ``llm`` and ``embed_model`` default to
         ``Settings.llm`` / ``Settings.embed_model`` where the retriever needs them.
 
-        The model is needed for ``judge="llm"`` and ``refine_on_miss="background"``. The
+        The model is needed for a rule with ``judge="llm"`` and ``refine_on_miss="background"``. The
         embed model: the one the index's manifest names when the core can rebuild it (the
         embedded e5, the hashing embedder), so a ``Settings.embed_model`` meant for other
         indexes never searches this one; ``Settings.embed_model`` when the manifest names
@@ -181,9 +179,14 @@ class CoSFallbackRetriever(BaseRetriever):
             >>> from llama_index.core import Settings              # doctest: +SKIP
             >>> Settings.llm = my_llm                              # doctest: +SKIP
             >>> retriever = CoSFallbackRetriever.from_defaults(    # doctest: +SKIP
-            ...     persist_dir="./index", judge="llm")
+            ...     persist_dir="./index", rule=HitRule(judge="llm"))
         """
-        needs_llm = kwargs.get("judge") == "llm" or kwargs.get("refine_on_miss") == "background"
+        rule = kwargs.get("rule")
+        needs_llm = (
+            kwargs.get("judge") == "llm"
+            or (rule is not None and rule.judge == "llm")
+            or kwargs.get("refine_on_miss") == "background"
+        )
         if llm is None and needs_llm:
             llm = _from_settings("llm")
         if embed_model is None:

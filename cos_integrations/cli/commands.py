@@ -17,18 +17,14 @@ from ..defaults import (
     DEFAULT_DEEPEN_STRATEGY,
     DEFAULT_PRESET,
     DEFAULT_REFINE_TEACH,
-    DEFAULT_REJECT_ECHO,
-    DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_VERIFY_CHUNK,
-    HIT_CONTEXTS,
     PRESET_NAMES,
-    REFINE_TEACH,
 )
 from .common import (
     BaseUrlOpt,
     ChromaOpt,
     HitContextOpt,
     IndexOpt,
+    JudgeOpt,
     LocalOpt,
     ModelOpt,
     RejectEchoOpt,
@@ -43,6 +39,7 @@ from .common import (
     make_embedder,
     open_index,
     progress_bar,
+    rule_levers,
     setup_logging,
 )
 
@@ -205,14 +202,12 @@ def query(
     answer: Annotated[
         bool, typer.Option("--answer", help="Answer from what was retrieved.")
     ] = False,
-    judge: Annotated[
-        str | None, typer.Option(help="score, or llm (default with --answer).")
-    ] = None,
+    judge: JudgeOpt = None,
     threshold: ThresholdOpt = None,
     hit_context: HitContextOpt = None,
-    reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,
-    require_support: RequireSupportOpt = DEFAULT_REQUIRE_SUPPORT,
-    verify_chunk: VerifyChunkOpt = DEFAULT_VERIFY_CHUNK,
+    reject_echo: RejectEchoOpt = None,
+    require_support: RequireSupportOpt = None,
+    verify_chunk: VerifyChunkOpt = None,
     verify_route: VerifyRouteOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -220,32 +215,22 @@ def query(
     chroma_url: ChromaOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Search the summaries; on a miss, fall back to full text and queue a refinement."""
+    """Search the summaries; on a miss, fall back to full text and queue a refinement.
+
+    The hit rule is the index's (the one it was calibrated with), with the options given
+    here changed; --judge defaults to llm with --answer, else score."""
     from ..retrieval import FallbackRetriever, answer_from
     from ..runtime import open_model
 
     setup_logging(verbose)
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     judge = judge or ("llm" if answer else "score")
-    if judge not in ("score", "llm"):
-        raise typer.BadParameter("judge must be score or llm")
-    if hit_context is not None and hit_context not in HIT_CONTEXTS:
-        raise typer.BadParameter(f"hit-context must be one of {', '.join(HIT_CONTEXTS)}")
-    needs_model = answer or judge == "llm"
+    levers = (judge, threshold, hit_context, reject_echo, require_support, verify_chunk)
+    rule = idx.hit_rule.with_options(**rule_levers(*levers, verify_route))
+    needs_model = answer or rule.judge == "llm"
 
     def show(llm) -> None:
-        retriever = FallbackRetriever(
-            idx,
-            llm=llm,
-            k=k,
-            threshold=threshold,
-            judge=judge,  # type: ignore[arg-type]
-            hit_context=hit_context,  # type: ignore[arg-type]
-            reject_echo=reject_echo,
-            require_support=require_support,
-            verify_chunk=verify_chunk,
-            verify_route=verify_route,
-        )
+        retriever = FallbackRetriever(idx, llm=llm, k=k, rule=rule)
         res = retriever.retrieve(text)
         label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"
         console.print(f"{label} {escape(repr(text))}: {escape(res.reason)}")
@@ -316,8 +301,6 @@ def refine(
     setup_logging(verbose)
     if once and watch:
         raise typer.BadParameter("--once and --watch exclude each other")
-    if teach not in REFINE_TEACH:
-        raise typer.BadParameter(f"--teach must be one of {', '.join(REFINE_TEACH)}, not {teach!r}")
     if workers > 1:
         import os
         import subprocess

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..defaults import HitContext, Judge, RefineTeach
 
 __all__ = [
     "console",
@@ -22,12 +24,14 @@ __all__ = [
     "ChromaOpt",
     "StoreUrlOpt",
     "ThresholdOpt",
+    "JudgeOpt",
     "HitContextOpt",
     "TeachOpt",
     "RejectEchoOpt",
     "RequireSupportOpt",
     "VerifyChunkOpt",
     "VerifyRouteOpt",
+    "rule_levers",
     "setup_logging",
     "make_embedder",
     "open_index",
@@ -78,29 +82,52 @@ ThresholdOpt = Annotated[
         "threshold, else 0.80)."
     ),
 ]
-HitContextOpt = Annotated[
-    str | None,
+JudgeOpt = Annotated[
+    Judge | None,
     typer.Option(
-        help="What the judge reads: summaries, best, best+chunk or focused (default: the "
-        "product's)."
+        help="score (the similarity decides) or llm (the model must answer from the hit "
+        "context and pass the checks).",
+    ),
+]
+HitContextOpt = Annotated[
+    HitContext | None,
+    typer.Option(
+        help="What the judge reads (default: focused with --judge llm, else summaries).",
     ),
 ]
 TeachOpt = Annotated[
-    str,
+    RefineTeach,
     typer.Option(
         help="How a refinement round teaches a summary a missed query: extract (append the "
         "source's sentence that answers it), rewrite (the model rewrites) or both (extract, "
-        "then rewrite)."
+        "then rewrite).",
     ),
 ]
 RejectEchoOpt = Annotated[
-    bool, typer.Option(help="An answer made of the question's own words is a miss.")
+    bool | None,
+    typer.Option(
+        "--reject-echo/--no-reject-echo",
+        help="An answer made of the question's own words is a miss (default: the hit rule's, off).",
+        show_default=False,
+    ),
 ]
 RequireSupportOpt = Annotated[
-    bool, typer.Option(help="One context sentence must hold the answer and the question.")
+    bool | None,
+    typer.Option(
+        "--require-support/--no-require-support",
+        help="One context sentence must hold the answer and the question (default: the hit "
+        "rule's, on).",
+        show_default=False,
+    ),
 ]
 VerifyChunkOpt = Annotated[
-    bool, typer.Option(help="A hit's answer must be in its document's best source chunk.")
+    bool | None,
+    typer.Option(
+        "--verify-chunk/--no-verify-chunk",
+        help="A hit's answer must be in its document's best source chunk (default: the hit "
+        "rule's, off).",
+        show_default=False,
+    ),
 ]
 VerifyRouteOpt = Annotated[
     bool | None,
@@ -165,3 +192,25 @@ def progress_bar() -> Progress:
         console=console,
         transient=False,
     )
+
+
+def rule_levers(
+    judge: str | None,
+    threshold: float | None,
+    hit_context: str | None,
+    reject_echo: bool | None,
+    require_support: bool | None,
+    verify_chunk: bool | None,
+    verify_route: bool | None,
+) -> dict[str, Any]:
+    """The hit-rule options of ``cos query`` and ``cos eval`` as ``HitRule`` fields, for
+    ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value)."""
+    return {
+        "judge": judge,
+        "threshold": threshold,
+        "hit_context": hit_context,
+        "reject_echo": reject_echo,
+        "require_support": require_support,
+        "verify_chunk": verify_chunk,
+        "verify_route": verify_route,
+    }

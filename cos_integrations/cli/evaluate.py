@@ -12,13 +12,11 @@ from rich.table import Table
 
 from ..defaults import (
     DEFAULT_REFINE_TEACH,
-    DEFAULT_REJECT_ECHO,
-    DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_VERIFY_CHUNK,
 )
 from .common import (
     BaseUrlOpt,
     HitContextOpt,
+    JudgeOpt,
     LocalOpt,
     ModelOpt,
     RejectEchoOpt,
@@ -30,6 +28,7 @@ from .common import (
     console,
     err,
     progress_bar,
+    rule_levers,
     setup_logging,
 )
 
@@ -78,11 +77,11 @@ def eval_command(
     refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
     k: Annotated[int, typer.Option("--k", min=1, help="rag/fallback: top-k.")] = 2,
     threshold: ThresholdOpt = None,
-    judge: Annotated[str, typer.Option(help="fallback: llm or score.")] = "llm",
+    judge: JudgeOpt = None,
     hit_context: HitContextOpt = None,
-    reject_echo: RejectEchoOpt = DEFAULT_REJECT_ECHO,
-    require_support: RequireSupportOpt = DEFAULT_REQUIRE_SUPPORT,
-    verify_chunk: VerifyChunkOpt = DEFAULT_VERIFY_CHUNK,
+    reject_echo: RejectEchoOpt = None,
+    require_support: RequireSupportOpt = None,
+    verify_chunk: VerifyChunkOpt = None,
     verify_route: VerifyRouteOpt = None,
     summary_method: Annotated[
         str,
@@ -131,6 +130,7 @@ def eval_command(
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
     from ..config import CoSConfig
+    from ..hit_rule import HitRule
     from ..research.evaluation import (
         ABLATION_COLUMNS,
         RETRIEVAL_COLUMNS,
@@ -160,13 +160,18 @@ def eval_command(
     try:
         retrieval = RetrievalEvalOptions(
             k=k,
-            threshold=threshold,
-            judge=judge,  # type: ignore[arg-type]
-            hit_context=hit_context,
-            reject_echo=reject_echo,
-            require_support=require_support,
-            verify_chunk=verify_chunk,
-            verify_route=verify_route,
+            # fallback's hit rule: the product's with the model judge, the options changed
+            rule=HitRule(judge="llm").with_options(
+                **rule_levers(
+                    judge,
+                    threshold,
+                    hit_context,
+                    reject_echo,
+                    require_support,
+                    verify_chunk,
+                    verify_route,
+                )
+            ),
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,

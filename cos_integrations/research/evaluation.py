@@ -27,18 +27,12 @@ from pydantic import BaseModel, Field, ValidationError
 from ..config import CoSConfig
 from ..defaults import DEFAULT_REFINE_TEACH, RefineTeach
 from ..engine import ChainOfSummaries, ModelRun
-from ..metrics import exact_match, is_grounded, squad_f1
+from ..hit_rule import HitRule, is_grounded
+from ..metrics import exact_match, squad_f1
 from ..model import ChatModel
 from ..prompts import ANSWERS_SCHEMA, answer_messages
 from ..questions import ParseError, parse_answers
 from ..result import IterationRecord
-from ..retrieval import (
-    DEFAULT_REJECT_ECHO,
-    DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_ROUTE,
-    HitContext,
-)
 from ..text import estimate_tokens
 from ..usage import Usage
 from .reference import reference_summarize
@@ -211,7 +205,7 @@ async def _one(
 
 class RetrievalEvalOptions(BaseModel):
     """How ``fallback``, ``rag`` and ``right-doc`` are run (part of their records' signature);
-    the hit rule defaults to the product's (``retrieval.DEFAULT_*``).
+    the hit rule defaults to the product's (``HitRule(judge="llm")``).
 
     ``summaries_from`` reuses recorded summaries (``OUT.docs.jsonl`` of an earlier run,
     records of ``summary_method``) instead of computing them, so retrieval variants can be
@@ -219,19 +213,12 @@ class RetrievalEvalOptions(BaseModel):
     """
 
     k: int = Field(2, ge=1, description="summaries searched; chunks returned by rag/misses")
-    threshold: float | None = Field(
-        None,
-        description="summary similarity needed to ask the judge; None: calibrated on the "
-        "traffic half's questions (test_half), like an index calibrates on its question banks",
+    rule: HitRule = Field(
+        default_factory=lambda: HitRule(judge="llm"),
+        description="fallback's hit rule (the product's, with the model judge); a threshold "
+        "of None is calibrated on the traffic half's questions (test_half), like an index "
+        "calibrates on its question banks",
     )
-    judge: Literal["llm", "score"] = "llm"
-    hit_context: HitContext | None = Field(
-        None, description="what the judge reads and a hit returns; None: the product's default"
-    )
-    reject_echo: bool = DEFAULT_REJECT_ECHO
-    require_support: bool = DEFAULT_REQUIRE_SUPPORT
-    verify_chunk: bool = DEFAULT_VERIFY_CHUNK
-    verify_route: bool | None = DEFAULT_VERIFY_ROUTE
     summary_method: str = Field(
         "cos",
         description="whose summaries the index holds; several, comma-separated "
@@ -393,7 +380,7 @@ async def _retrieval(
             summary_tokens=rec.get("summary_tokens") or estimate_tokens(rec["summary"]),
         )
         index.sync_document(doc.doc_id)
-    if options.threshold is None and (options.test_half or refine_from_traffic):
+    if options.rule.threshold is None and (options.test_half or refine_from_traffic):
         # the questions this index "knows": the traffic half, never the test half
         known = [
             (d.doc_id, q.question)
@@ -405,14 +392,8 @@ async def _retrieval(
     retriever = FallbackRetriever(
         index,
         llm=llm,
-        judge=options.judge,
-        threshold=options.threshold,
+        rule=options.rule,
         k=options.k,
-        hit_context=options.hit_context,  # type: ignore[arg-type]
-        reject_echo=options.reject_echo,
-        require_support=options.require_support,
-        verify_chunk=options.verify_chunk,
-        verify_route=options.verify_route,
     )
     memo: dict[str, tuple[str | None, Usage]] = {}
     if answer_cache and answer_cache.is_file():
@@ -445,7 +426,7 @@ async def _retrieval(
         if focused:
             # the control for the "focused" hit context: rag's top-k chunks cut to the
             # same sentences on the query (all of them when none speaks of it)
-            items = focus_items(q.question, items) or items
+            items = focus_items(q.question, items, limit=options.rule.focus_sentences) or items
         ans, usage = await answer(q, items)
         return _row(
             q,

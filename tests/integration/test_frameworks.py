@@ -9,7 +9,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from cos_integrations import CoSConfig
-from cos_integrations.metrics import SUPPORT_OVERLAP, key_overlap, question_keys
+from cos_integrations.hit_rule import SUPPORT_OVERLAP, HitRule, key_overlap, question_keys
 from cos_integrations.text import split_sentences
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
 from llamaindex_ext import CoSFallbackRetriever as LIRetriever
@@ -36,8 +36,8 @@ def test_langchain_retriever_and_lcel_on_the_local_server(smoke_server, tmp_path
         llm=chat,
         embeddings=CoSLocalEmbeddings(),
         k=2,
-        threshold=0.0,
         cos_config=CFG,
+        rule=HitRule(threshold=0.0),
     )
     ids = retriever.add_documents([Document(page_content=t, id=k) for k, t in TEXTS.items()])
     assert sorted(ids) == sorted(TEXTS)
@@ -65,13 +65,13 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
     assert len(nodes) == 3 and all(n.get_content() for n in nodes)
     assert sorted(transform.last_report.summarized) == sorted(TEXTS)
     retriever = LIRetriever.from_persist_dir(
-        path, embed_model=embed, similarity_top_k=2, threshold=0.0
+        path, embed_model=embed, similarity_top_k=2, rule=HitRule(threshold=0.0)
     )
     found = retriever.retrieve("When is the rent due?")
     assert found and found[0].node.metadata["cos_hit"] is True
     assert found[0].node.ref_doc_id in TEXTS
     # the pipeline emitted summaries only: a miss reads the stored text, chunked now
-    missed = LIRetriever.from_persist_dir(path, embed_model=embed, threshold=1.01)
+    missed = LIRetriever.from_persist_dir(path, embed_model=embed, rule=HitRule(threshold=1.01))
     nodes = missed.retrieve("When is the rent due?")
     assert nodes and all(n.node.metadata["cos_on_the_fly"] for n in nodes)
     assert "5th day" in nodes[0].node.get_content()
@@ -81,11 +81,13 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
         llm=smoke_server.chat_model(),
         embed_model=embed,
         similarity_top_k=2,
-        threshold=0.0,
-        judge="llm",
-        hit_context="best+chunk",
-        verify_chunk=True,
-        require_support=True,
+        rule=HitRule(
+            threshold=0.0,
+            judge="llm",
+            hit_context="best+chunk",
+            verify_chunk=True,
+            require_support=True,
+        ),
     )
     res = strict.core.retrieve("When is the rent due?")
     assert set(res.checks) == {"in_context", "not_echo", "in_source", "supported", "in_chunk"}
@@ -97,9 +99,12 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
     # the default rule (focused) on the real model: the judge reads only the sentences of the
     # best summary and its chunk that hold half of the query's key words
     default = LIRetriever.from_persist_dir(
-        path, llm=smoke_server.chat_model(), embed_model=embed, threshold=0.0, judge="llm"
+        path,
+        llm=smoke_server.chat_model(),
+        embed_model=embed,
+        rule=HitRule(threshold=0.0, judge="llm"),
     )
-    assert default.core.hit_context == "focused"
+    assert default.rule.context == "focused"
     q = "When is the garden gate locked?"
     judge = Recording(smoke_server.chat_model())
     res = default.core.retrieve(q, llm=judge)

@@ -7,6 +7,7 @@ import threading
 from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.index import read_racing_writes
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.retrieval import FallbackRetriever
@@ -29,7 +30,7 @@ def test_queries_while_ingesting_and_publishing(stack):
     reading = threading.Event()
 
     def reader() -> None:
-        retriever = FallbackRetriever(index, threshold=0.0, k=3, refine_on_miss="off")
+        retriever = FallbackRetriever(index, k=3, refine_on_miss="off", rule=HitRule(threshold=0.0))
         while not stop.is_set():
             try:
                 metas = read_racing_writes(

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.cli import app
 from cos_integrations.export import Entry, parse_llms_txt, render_llms_txt
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.retrieval import FallbackRetriever
 
@@ -66,9 +67,9 @@ def test_review_history_pin_revert(built, tmp_path):
 
 
 def test_stats_counts_hits_misses_and_break_even(built):
-    ret = FallbackRetriever(built, threshold=0.0)
+    ret = FallbackRetriever(built, rule=HitRule(threshold=0.0))
     ret.retrieve("garden item")
-    FallbackRetriever(built, threshold=0.999).retrieve("garden item")
+    FallbackRetriever(built, rule=HitRule(threshold=0.999)).retrieve("garden item")
     out = cli("stats", "--index", str(built.path))
     assert out.exit_code == 0
     assert "hits 1, misses 1" in out.stdout and "hit rate 50%" in out.stdout
@@ -131,3 +132,21 @@ def test_every_command_is_on_one_app_and_refine_flags_exclude_each_other(built):
     assert res.exit_code == 2
     assert "exclude each other" in res.output
     assert "no pending refine jobs" in cli("refine", "--once", "--index", str(built.path)).output
+
+
+def test_query_answers_with_the_indexs_recorded_rule_and_options_change_it(built):
+    """``cos query`` reads the hit rule the index records (``set_hit_rule``); an option
+    given on the command line changes that one lever; a bad choice is refused by name."""
+    from cos_integrations.index import CoSIndex
+
+    ix = str(built.path)
+    q = "What is the garden item 1?"
+    assert "HIT" in cli("query", q, "--index", ix, "--threshold", "0").stdout
+    index = CoSIndex(ix)
+    index.set_hit_rule(HitRule(threshold=0.999))
+    index.store.close()
+    out = cli("query", q, "--index", ix)
+    assert out.exit_code == 0 and "MISS" in out.stdout and "< 0.999" in out.stdout
+    assert "HIT" in cli("query", q, "--index", ix, "--threshold", "0").stdout
+    bad = runner.invoke(app, ["query", q, "--index", ix, "--hit-context", "everything"])
+    assert bad.exit_code == 2 and "focused" in bad.output

@@ -8,6 +8,7 @@ import pytest
 from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.research.evaluation import DatasetError, load_dataset, plot, run_eval
 from cos_integrations.research.reference import reference_summarize
 
@@ -230,9 +231,7 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
     opts = RetrievalEvalOptions(
         summary_method="zero-shot",
         test_half=True,
-        threshold=0.0,
-        hit_context="summaries",
-        require_support=False,
+        rule=HitRule(judge="llm", threshold=0.0, hit_context="summaries", require_support=False),
     )
     kw = dict(config=cfg, model_name="fake", dataset="d", answer_cache=cache)
     result = asyncio.run(
@@ -277,7 +276,7 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
             out=tmp_path / "best.json",
             retrieval=opts.model_copy(
                 update={
-                    "hit_context": "best",
+                    "rule": opts.rule.model_copy(update={"hit_context": "best"}),
                     "summaries_from": str(tmp_path / "r.json.docs.jsonl"),
                 }
             ),
@@ -316,7 +315,9 @@ def test_score_judge_hits_are_answered_from_the_summaries(tmp_path):
 
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     model = ScriptedFakeModel(thesis_facts=2)
-    opts = RetrievalEvalOptions(summary_method="zero-shot", judge="score", threshold=-1.0)
+    opts = RetrievalEvalOptions(
+        summary_method="zero-shot", rule=HitRule(judge="score", threshold=-1.0)
+    )
     result = asyncio.run(
         run_eval(
             model,
@@ -361,7 +362,10 @@ def test_each_summary_strategy_gets_its_own_index_and_row_with_ingest_costs(tmp_
     model = ScriptedFakeModel(thesis_facts=2)
     cfg = CoSConfig(iterations=1, questions_per_iteration=2, train_questions=4, val_questions=2)
     opts = RetrievalEvalOptions(
-        summary_method="zero-shot,cos-extract", test_half=True, threshold=0.0, hit_ablation=True
+        summary_method="zero-shot,cos-extract",
+        test_half=True,
+        hit_ablation=True,
+        rule=HitRule(judge="llm", threshold=0.0),
     )
     result = asyncio.run(
         run_eval(
@@ -410,9 +414,7 @@ def test_tiered_refine_from_traffic_deepens_and_asks_the_traffic_again(tmp_path)
         summary_method="zero-shot",
         deepen="cos-extract",
         repeat_traffic=True,
-        hit_context="summaries",
-        require_support=False,
-        threshold=0.0,
+        rule=HitRule(judge="llm", hit_context="summaries", require_support=False, threshold=0.0),
     )
     result = asyncio.run(
         run_eval(

@@ -9,8 +9,8 @@ from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.defaults import FOCUS_SENTENCES
+from cos_integrations.hit_rule import HitRule, echoes_question
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.metrics import echoes_question
 from cos_integrations.retrieval import FallbackRetriever
 from cos_integrations.text import split_sentences
 
@@ -31,8 +31,8 @@ def filled(index):
 
 def judge(index, model, **kw):
     # each test adds the levers it is about to the old rule (summaries, no support check)
-    base = dict(hit_context="summaries", require_support=False)
-    return FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=2, **{**base, **kw})
+    base = dict(judge="llm", threshold=0.1, hit_context="summaries", require_support=False)
+    return FallbackRetriever(index, llm=model, k=2, rule=HitRule(**{**base, **kw}))
 
 
 def one_answer(text):
@@ -139,7 +139,7 @@ def test_a_focused_context_with_no_sentence_on_the_query_is_a_miss_without_the_j
 
 
 def test_focus_sentences_ranks_by_key_words_and_keeps_each_texts_order():
-    from cos_integrations.metrics import focus_sentences, question_keys
+    from cos_integrations.hit_rule import focus_sentences, question_keys
 
     q = "When did the owners meet in Boca Raton?"
     assert question_keys(q) == {"owner", "meet", "boca", "raton"}
@@ -169,7 +169,7 @@ def test_a_miss_without_chunk_vectors_ranks_the_stored_text(filled):
 
 
 def test_is_supported_needs_one_sentence_with_the_answer_and_the_question():
-    from cos_integrations.metrics import is_supported
+    from cos_integrations.hit_rule import is_supported
 
     ctx = (
         "Super Bowl 50 was played at Levi's Stadium in the San Francisco Bay Area. "
@@ -185,7 +185,7 @@ def test_is_supported_needs_one_sentence_with_the_answer_and_the_question():
 
 
 def test_supporting_sentence_is_the_one_that_speaks_of_the_question():
-    from cos_integrations.metrics import supporting_sentence
+    from cos_integrations.hit_rule import supporting_sentence
 
     ctx = (
         "The Broncos beat the Panthers in Santa Clara. The Broncos had beaten the Patriots "
@@ -258,14 +258,14 @@ def test_defaults_follow_the_ablation(filled):
     from cos_integrations.retrieval import DEFAULT_THRESHOLD
 
     index, model = filled
-    judged = FallbackRetriever(index, llm=model, judge="llm")
-    assert (judged.hit_context, judged.require_support) == ("focused", True)
+    judged = FallbackRetriever(index, llm=model, rule=HitRule(judge="llm"))
+    assert (judged.rule.context, judged.rule.require_support) == ("focused", True)
     # the index's threshold: 0.80 until it knows 10 questions people asked (calibration)
     assert judged.threshold == index.threshold == DEFAULT_THRESHOLD == 0.80
     # without a model judge a hit is the top-k summaries, as a retriever's k promises
-    assert FallbackRetriever(index).hit_context == "summaries"
+    assert FallbackRetriever(index).rule.context == "summaries"
     # on the real default rule a fact only the source has is a hit from its chunk
-    res = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1).retrieve(
+    res = FallbackRetriever(index, llm=model, rule=HitRule(judge="llm", threshold=0.1)).retrieve(
         "What is the garden item 6?"
     )
     assert res.hit and res.answer == "value 6g" and res.checks["supported"]
@@ -305,6 +305,6 @@ def test_verify_route_asks_the_judge_only_where_summary_and_chunk_search_agree(f
 
 def test_verify_route_is_on_for_the_model_judge_only(filled):
     index, model = filled
-    assert FallbackRetriever(index, llm=model, judge="llm").routes
-    assert not FallbackRetriever(index).routes
-    assert FallbackRetriever(index, verify_route=True).routes
+    assert FallbackRetriever(index, llm=model, rule=HitRule(judge="llm")).rule.routes
+    assert not FallbackRetriever(index).rule.routes
+    assert FallbackRetriever(index, rule=HitRule(verify_route=True)).rule.routes

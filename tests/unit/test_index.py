@@ -7,6 +7,7 @@ from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.embeddings import HashingEmbedder
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.index import CoSIndex, flatten_metadata
 from cos_integrations.loaders import SourceDocument
 
@@ -198,7 +199,7 @@ def test_threshold_is_calibrated_from_the_questions_people_asked_and_kept(index)
     assert reached >= 0.75
     assert index.manifest["threshold"] == {"value": t, "questions": 12, "quantile": 0.25}
     assert FallbackRetriever(index).threshold == t
-    assert FallbackRetriever(index, threshold=0.5).threshold == 0.5
+    assert FallbackRetriever(index, rule=HitRule(threshold=0.5)).threshold == 0.5
     index.store.close()
     reopened = CoSIndex(index.path)
     assert reopened.threshold == t

@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableLambda
 
 import langchain_ext
 from cos_integrations import CoSConfig
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.ingest import CoSIngestError
 from langchain_ext import CoSDocumentTransformer, CoSFallbackRetriever
 
@@ -104,7 +105,12 @@ def test_transformer_passes_callbacks_to_model_calls():
 def retriever(tmp_path):
     emb = DeterministicFakeEmbedding(size=64)
     r = CoSFallbackRetriever.from_persist_dir(
-        tmp_path / "ix", llm=langchain_fake(), embeddings=emb, k=2, threshold=0.0, cos_config=CFG
+        tmp_path / "ix",
+        llm=langchain_fake(),
+        embeddings=emb,
+        k=2,
+        cos_config=CFG,
+        rule=HitRule(threshold=0.0),
     )
     assert sorted(r.add_documents(docs())) == sorted(TOPICS)
     return r
@@ -142,7 +148,7 @@ def test_hit_returns_k_summaries_and_k_from_invoke(retriever):
 
 
 def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
-    retriever.threshold = 1.01
+    retriever.rule = HitRule(threshold=1.01)
     events = []
 
     class Spy(BaseCallbackHandler):
@@ -160,16 +166,16 @@ def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
     assert retriever.misses == 1
     # one core behind every query: counters survive, and a field changed after the first
     # query applies to the next one
-    retriever.threshold = 0.0
+    retriever.rule = HitRule(threshold=0.0)
     assert retriever.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is True
     assert (retriever.hits, retriever.misses) == (1, 1)
-    retriever.hit_context = "best"
+    retriever.rule = HitRule(threshold=0.0, hit_context="best")
     assert len(retriever.invoke("What is the garden item 1?")) == 1
     assert (retriever.hits, retriever.misses) == (2, 1)
 
 
 async def test_async_paths_and_stream_events(retriever):
-    retriever.threshold = 1.01
+    retriever.rule = HitRule(threshold=1.01)
     out = await retriever.ainvoke("What is the lease item 6?", k=3)
     assert len(out) == 3 and out[0].metadata["cos_hit"] is False
     names = [
@@ -194,11 +200,13 @@ def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
         llm=langchain_fake(),
         embeddings=DeterministicFakeEmbedding(size=64),
         k=4,
-        threshold=-1.0,  # random fake vectors: cosines can be negative
-        judge="llm",
-        hit_context="summaries",  # one-chunk documents: best+chunk would hit item 7 too
-        require_support=False,
-        verify_route=False,  # random vectors: the two searches route at random
+        rule=HitRule(
+            threshold=-1.0,  # random fake vectors: cosines can be negative
+            judge="llm",
+            hit_context="summaries",  # one-chunk documents: best+chunk would hit item 7 too
+            require_support=False,
+            verify_route=False,  # random vectors: the two searches route at random
+        ),
     )
     hit = judged.invoke("What is the garden item 0?", config={"callbacks": [Spy()]})
     assert hit[0].metadata["cos_hit"] is True
@@ -221,7 +229,20 @@ def test_lcel_chain(retriever):
 
 def test_judge_llm_requires_a_model(tmp_path):
     with pytest.raises(ValueError, match="needs llm"):
+        CoSFallbackRetriever(persist_dir=str(tmp_path), rule=HitRule(judge="llm"))
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="needs llm"):
         CoSFallbackRetriever(persist_dir=str(tmp_path), judge="llm")
+
+
+def test_the_fields_before_hit_rule_still_work_with_a_warning(retriever):
+    with pytest.warns(DeprecationWarning, match="CoSFallbackRetriever"):
+        old = CoSFallbackRetriever.from_persist_dir(
+            retriever.index_path, embeddings=DeterministicFakeEmbedding(size=64), threshold=1.01
+        )
+    assert old.hit_rule.threshold == 1.01
+    assert old.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is False
+    old.threshold = 0.0  # a legacy field set later still applies to the next query
+    assert old.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is True
 
 
 def test_hit_rule_options_reach_the_core(tmp_path):
@@ -229,26 +250,28 @@ def test_hit_rule_options_reach_the_core(tmp_path):
 
     kw = dict(llm=langchain_fake(), embeddings=HashingEmbedder(256), k=2, cos_config=CFG)
     loose = CoSFallbackRetriever.from_persist_dir(
-        tmp_path / "ix", threshold=0.1, judge="llm", hit_context="summaries", **kw
+        tmp_path / "ix", **kw, rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries")
     )
     loose.add_documents(docs())
     q = "What is the garden item 7?"  # only in the source; the summaries hold items 0-1
     assert not loose.invoke(q)[0].metadata["cos_hit"]
     judged = CoSFallbackRetriever.from_persist_dir(
         tmp_path / "ix",
-        threshold=0.1,
-        judge="llm",
-        hit_context="best+chunk",
-        reject_echo=True,
-        verify_chunk=True,
-        require_support=True,
         **kw,
+        rule=HitRule(
+            threshold=0.1,
+            judge="llm",
+            hit_context="best+chunk",
+            reject_echo=True,
+            verify_chunk=True,
+            require_support=True,
+        ),
     )
     out = judged.invoke(q)  # the best summary's own chunk answers it
     assert [d.metadata["cos_kind"] for d in out] == ["summary", "chunk"]
     assert all(d.metadata["cos_hit"] and d.metadata["doc_id"] == "garden" for d in out)
     with pytest.raises(ValueError):
-        CoSFallbackRetriever(index_path=str(tmp_path / "ix"), hit_context="all")
+        CoSFallbackRetriever(index_path=str(tmp_path / "ix"), rule=HitRule(hit_context="all"))
 
 
 def test_the_index_directory_is_persist_dir_in_both_frameworks(tmp_path):

@@ -9,7 +9,7 @@ from functools import lru_cache
 from fakes import ScriptedFakeModel, make_document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations import ChainOfSummaries, CoSConfig, HitRule
 from cos_integrations.embeddings import HashingEmbedder
 from cos_integrations.index import CoSIndex
 from cos_integrations.loaders import SourceDocument
@@ -38,7 +38,7 @@ class TestCoSFallbackRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict:
-        return {"index_path": _index_dir(), "k": 2, "threshold": 0.0}
+        return {"index_path": _index_dir(), "k": 2, "rule": HitRule(threshold=0.0)}
 
     @property
     def retriever_query_example(self) -> str:

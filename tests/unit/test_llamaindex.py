@@ -13,6 +13,7 @@ from llama_index.vector_stores.chroma import ChromaVectorStore
 
 import llamaindex_ext
 from cos_integrations import CoSConfig
+from cos_integrations.hit_rule import HitRule
 from llamaindex_ext import (
     CoSCacheMissEvent,
     CoSExpandToSourcePostprocessor,
@@ -174,10 +175,8 @@ def retriever(setup):
         llm=llamaindex_fake(fake),
         embed_model=llamaindex_hash_embedding(),
         similarity_top_k=2,
-        threshold=0.1,
-        judge="llm",
-        hit_context="summaries",  # one-chunk documents: best+chunk would hit every fact
-        require_support=False,
+        # one-chunk documents: best+chunk would hit every fact
+        rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries", require_support=False),
     )
     return r
 
@@ -262,16 +261,22 @@ def test_summary_only_pipeline_misses_fall_back_to_the_stored_text(tmp_path):
         vector_store=ChromaVectorStore(chroma_collection=collection),
     ).run(documents=docs())
     assert not collection.get(where={"cos_kind": "chunk"})["ids"]
-    kw = dict(llm=llamaindex_fake(fake), embed_model=llamaindex_hash_embedding(), judge="llm")
+    kw = dict(llm=llamaindex_fake(fake), embed_model=llamaindex_hash_embedding())
     retriever = CoSFallbackRetriever.from_persist_dir(
-        path, similarity_top_k=2, threshold=0.1, hit_context="summaries", **kw
+        path,
+        similarity_top_k=2,
+        **kw,
+        rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries"),
     )
     miss = retriever.retrieve("What is the garden item 7?")
     assert miss and not any(n.node.metadata["cos_hit"] for n in miss)
     assert all(n.node.metadata["cos_on_the_fly"] for n in miss)
     assert any("garden item 7 is value 7h" in n.node.get_content() for n in miss)
     both = CoSFallbackRetriever.from_persist_dir(
-        path, similarity_top_k=2, threshold=0.1, hit_context="best+chunk", **kw
+        path,
+        similarity_top_k=2,
+        **kw,
+        rule=HitRule(threshold=0.1, judge="llm", hit_context="best+chunk"),
     )
     hit = both.retrieve("What is the garden item 7?")
     assert [n.node.metadata["cos_kind"] for n in hit] == ["summary", "chunk"]
@@ -298,15 +303,12 @@ def test_from_defaults_reads_settings_and_top_k_is_read_per_query(setup, monkeyp
         CoSFallbackRetriever.from_defaults(persist_dir=path)
     Settings.embed_model = llamaindex_hash_embedding()
     with pytest.raises(ValueError, match="Settings.llm"):
-        CoSFallbackRetriever.from_defaults(persist_dir=path, judge="llm")
+        CoSFallbackRetriever.from_defaults(persist_dir=path, rule=HitRule(judge="llm"))
     Settings.llm = llamaindex_fake(fake)
     r = CoSFallbackRetriever.from_defaults(
         persist_dir=path,
-        judge="llm",
-        threshold=0.1,
-        hit_context="summaries",
-        require_support=False,
         similarity_top_k=2,
+        rule=HitRule(judge="llm", threshold=0.1, hit_context="summaries", require_support=False),
     )
     assert r.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"]
     r.similarity_top_k = 1
@@ -315,3 +317,12 @@ def test_from_defaults_reads_settings_and_top_k_is_read_per_query(setup, monkeyp
     assert (r.hits, r.misses) == (1, 1)
     fields = CoSSummaryTransform.model_fields
     assert all(fields[f].description for f in ("config", "emit", "chunk_words", "store_path"))
+
+
+def test_hit_rule_keywords_before_0_2_still_work_with_a_warning(retriever):
+    with pytest.warns(DeprecationWarning, match="CoSFallbackRetriever"):
+        old = CoSFallbackRetriever(retriever.index, threshold=1.01)
+    assert old.rule.threshold == 1.01
+    assert old.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is False
+    old.rule = HitRule(threshold=0.0)  # a new rule applies to the next query
+    assert old.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is True

@@ -2,9 +2,9 @@
 
 import pytest
 
+from cos_integrations.hit_rule import is_grounded
 from cos_integrations.metrics import (
     exact_match,
-    is_grounded,
     is_unanswered,
     normalize_answer,
     rouge_l,
@@ -91,3 +91,13 @@ def test_sentences_survive_hard_wrapped_lines():
     assert "Bicycles must be stored in the bicycle room" in " ".join(
         chunk_text(text, words=12, overlap=0)
     )
+
+
+def test_moved_evidence_names_still_import_from_metrics_with_a_warning():
+    import cos_integrations.hit_rule as hit_rule
+    import cos_integrations.metrics as metrics
+
+    with pytest.warns(DeprecationWarning, match="moved to cos_integrations.hit_rule"):
+        assert metrics.is_supported is hit_rule.is_supported
+    with pytest.raises(AttributeError):
+        metrics.no_such_name  # noqa: B018

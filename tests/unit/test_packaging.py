@@ -91,6 +91,7 @@ EXPECTED_ALL = [
     "CoSOutputError",
     "CoSResult",
     "FallbackRetriever",
+    "HitRule",
     "IngestReport",
     "IterationRecord",
     "OpenAIChatModel",

@@ -7,6 +7,7 @@ import pytest
 from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.hit_rule import HitRule
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.refine import BackgroundRefiner, Refiner
 from cos_integrations.retrieval import FallbackRetriever
@@ -31,13 +32,11 @@ def filled(index):
 # summaries alone. The product's default (focused: the best summary's and its chunk's
 # sentences on the query) would hit on every fact of these
 # one-chunk documents.
-SUMMARY_ONLY = dict(hit_context="summaries", require_support=False)
+SUMMARY_ONLY = HitRule(judge="llm", threshold=0.1, hit_context="summaries", require_support=False)
 
 
 def retriever(index, model, **kw):
-    return FallbackRetriever(
-        index, llm=model, judge="llm", threshold=0.1, k=2, **{**SUMMARY_ONLY, **kw}
-    )
+    return FallbackRetriever(index, llm=model, k=2, rule=SUMMARY_ONLY, **kw)
 
 
 def test_hit_returns_summaries_and_the_answer(filled):
@@ -66,8 +65,12 @@ def test_miss_returns_source_chunks_and_queues_one_job(filled):
 def test_score_judge_uses_threshold_only(filled):
     index, _, model = filled
     calls = len(model.calls)
-    hit = FallbackRetriever(index, threshold=0.0).retrieve("What is the garden item 6?")
-    miss = FallbackRetriever(index, threshold=0.99).retrieve("What is the garden item 6?")
+    hit = FallbackRetriever(index, rule=HitRule(threshold=0.0)).retrieve(
+        "What is the garden item 6?"
+    )
+    miss = FallbackRetriever(index, rule=HitRule(threshold=0.99)).retrieve(
+        "What is the garden item 6?"
+    )
     assert hit.hit and not miss.hit and len(model.calls) == calls
 
 
@@ -96,7 +99,7 @@ def test_refine_once_publishes_and_the_query_then_hits(filled):
 
 def test_not_in_source_is_remembered(filled):
     index, engine, model = filled
-    ret = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=1, **SUMMARY_ONLY)
+    ret = FallbackRetriever(index, llm=model, k=1, rule=SUMMARY_ONLY)
     q = "What is the lease item 99?"
     first = ret.retrieve(q)
     assert not first.hit and first.items
@@ -106,7 +109,7 @@ def test_not_in_source_is_remembered(filled):
     assert second.not_in_source and second.items == []
     assert index.store.enqueue("lease", q) is None  # never queued again
     # with more candidates, one not known to be silent, the full text is still searched
-    wider = FallbackRetriever(index, llm=model, judge="llm", threshold=0.1, k=3, **SUMMARY_ONLY)
+    wider = FallbackRetriever(index, llm=model, k=3, rule=SUMMARY_ONLY)
     assert not wider.retrieve(q).not_in_source
 
 
@@ -340,3 +343,22 @@ def test_deepen_refuses_what_it_cannot_do(tiered):
     small = ChainOfSummaries(model, CoSConfig.tiered(context_tokens=2048, max_output_tokens=64))
     with pytest.raises(ValueError, match="longer than one prompt"):
         asyncio.run(small.adeepen(make_document(400), "The a is b."))
+
+
+@pytest.mark.parametrize("teach", ["extract", "rewrite"])
+def test_the_background_refiner_teaches_the_way_the_retriever_says(filled, teach):
+    """refine_teach reaches the retriever's own refiner: "rewrite" asks the model for a
+    rewrite, "extract" appends the source's sentence without one."""
+    index, _, model = filled
+    ret = retriever(index, model, refine_on_miss="background", refine_teach=teach)
+    try:
+        before = model.counts["rewrite"]
+        assert not ret.retrieve("What is the lease item 6?").hit
+        assert ret.background is not None and ret.background.wait_idle(timeout=30)
+        assert [o.status for o in ret.background.outcomes] == ["published"]
+        assert ret.background.refiner.teach == teach
+        assert (model.counts["rewrite"] > before) == (teach == "rewrite")
+    finally:
+        ret.close()
+    with pytest.raises(ValueError, match="refine_teach"):
+        retriever(index, model, refine_teach="memorise")

@@ -1,0 +1,423 @@
+"""The hit rule, in one place: when a summary answers a query, and from what.
+
+A query's best summary is a **hit** when
+
+1. its cosine similarity clears the threshold (:attr:`HitRule.threshold`; by default the
+   index's own, calibrated from the questions it knows at :attr:`HitRule.calibration_quantile`,
+   see ``CoSIndex.calibrate_threshold``);
+2. with the model judge (``judge="llm"``), its document also holds the top source chunk of
+   the whole collection (:attr:`HitRule.verify_route`: the summary and the chunks agree on
+   where the answer is, so the judge's call is not wasted on a query the two route apart);
+3. the hit context (:attr:`HitRule.hit_context`; ``"focused"``: the sentences of the best
+   summary and its document's best chunk that hold half of the query's key words, at most
+   :attr:`HitRule.focus_sentences` of them, :func:`focus_sentences`) is not empty;
+4. the judge's answer from that context passes the required checks
+   (:meth:`HitRule.required_checks`): it is in the context (:func:`is_grounded`), one
+   sentence holds it and half the query's key words (:func:`is_supported`, on by default),
+   optionally it does not echo the query (:func:`echoes_question`) and the document's best
+   chunk holds it too (``verify_chunk``).
+
+A rule is a frozen value: the core retriever, both frameworks' retrievers, ``cos query``
+and ``cos eval`` take one (``rule=``), and an index records the one it was calibrated with
+(``CoSIndex.hit_rule``, in its manifest), which a retriever given no rule uses. The
+defaults are the measured ones (BENCHMARKS.md; :mod:`cos_integrations.defaults` says why).
+The evidence functions below are the rule's checks; refinement uses
+:func:`supporting_sentence` to find the sentence it appends.
+
+Example:
+    >>> rule = HitRule(judge="llm")
+    >>> rule.context, rule.routes, rule.required_checks()
+    ('focused', True, ['in_context', 'supported'])
+    >>> HitRule(judge="llm", require_support=False, threshold=0.85).required_checks()
+    ['in_context']
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .defaults import (
+    CALIBRATION_QUANTILE,
+    DEFAULT_HIT_CONTEXT,
+    DEFAULT_REJECT_ECHO,
+    DEFAULT_REQUIRE_SUPPORT,
+    DEFAULT_VERIFY_CHUNK,
+    DEFAULT_VERIFY_ROUTE,
+    FOCUS_SENTENCES,
+    HitContext,
+    Judge,
+)
+from .metrics import is_unanswered, normalize_answer
+from .text import split_sentences
+
+__all__ = [
+    "HitRule",
+    "Judge",
+    "HIT_RULE_FIELDS",
+    "apply_legacy",
+    "is_grounded",
+    "echoes_question",
+    "is_supported",
+    "supporting_sentence",
+    "question_keys",
+    "key_overlap",
+    "focus_sentences",
+    "SUPPORT_OVERLAP",
+]
+
+
+class HitRule(BaseModel):
+    """When a summary answers a query, and what the judge reads (see the module docstring).
+
+    Frozen: change one field with ``rule.model_copy(update={...})``. ``None`` fields take
+    the value that follows from the judge or the index (:attr:`context`, :attr:`routes`,
+    ``threshold``: the index's calibrated one).
+
+    Example:
+        >>> rule = HitRule(judge="llm", threshold=0.82)
+        >>> rule.model_copy(update={"focus_sentences": 2}).focus_sentences
+        2
+        >>> HitRule.model_validate_json(rule.model_dump_json()) == rule
+        True
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threshold: float | None = Field(
+        None,
+        description="cosine similarity the best summary must reach before the judge is asked; "
+        "None: the index's calibrated threshold (else 0.80, tuned to e5)",
+    )
+    calibration_quantile: float = Field(
+        CALIBRATION_QUANTILE,
+        ge=0.0,
+        le=1.0,
+        description="the quantile of known questions' similarity to their own summary that "
+        "an index calibrates its threshold to (about 3 in 4 such queries reach the judge)",
+    )
+    judge: Judge = Field(
+        "score",
+        description='"llm": the model must answer the query from the hit context and pass '
+        'the required checks; "score": the similarity alone decides (no model call)',
+    )
+    hit_context: HitContext | None = Field(
+        None,
+        description='what the judge reads and a hit returns: "summaries" (those that clear '
+        'the threshold), "best", "best+chunk" (the best summary and its document\'s best '
+        'chunk) or "focused" (their sentences on the query); None: "focused" with the '
+        'model judge, "summaries" without (a similarity hit returns the top-k summaries)',
+    )
+    reject_echo: bool = Field(
+        DEFAULT_REJECT_ECHO,
+        description="require that the answer is not just words of the query",
+    )
+    require_support: bool = Field(
+        DEFAULT_REQUIRE_SUPPORT,
+        description="require one context sentence holding the answer and half the query's "
+        "key words (catches a plausible name picked from an unrelated sentence)",
+    )
+    verify_chunk: bool = Field(
+        DEFAULT_VERIFY_CHUNK,
+        description="require that the best summary's document's best chunk holds the answer",
+    )
+    verify_route: bool | None = Field(
+        DEFAULT_VERIFY_ROUTE,
+        description="ask the judge only when the best summary's document holds the "
+        "collection's top source chunk; None: on with the model judge, off without",
+    )
+    focus_sentences: int = Field(
+        FOCUS_SENTENCES,
+        ge=1,
+        description='the most sentences a "focused" hit context keeps',
+    )
+
+    @property
+    def context(self) -> HitContext:
+        """The hit context in force (``hit_context``, or its default for the judge)."""
+        if self.hit_context is not None:
+            return self.hit_context
+        return DEFAULT_HIT_CONTEXT if self.judge == "llm" else "summaries"
+
+    @property
+    def routes(self) -> bool:
+        """Whether the routing check applies (``verify_route``, or its default for the
+        judge: on for ``"llm"``, off for ``"score"``)."""
+        return self.judge == "llm" if self.verify_route is None else self.verify_route
+
+    def required_checks(self) -> list[str]:
+        """The checks on the judge's answer that must all pass for a hit."""
+        names = ["in_context"]
+        if self.reject_echo:
+            names.append("not_echo")
+        if self.require_support:
+            names.append("supported")
+        if self.verify_chunk:
+            names.append("in_chunk")
+        return names
+
+    def check(
+        self,
+        answer: str | None,
+        query: str,
+        context: str,
+        *,
+        sources: str = "",
+        chunk: str | None = None,
+    ) -> dict[str, bool]:
+        """Every check on the judge's ``answer`` (no model call): ``context`` is what it read,
+        ``sources`` the full text of its documents, ``chunk`` the best summary's document's
+        best chunk (``in_chunk`` is reported only when one is given). :meth:`passes` decides.
+
+        Example:
+            >>> HitRule(judge="llm").check("Kawann Short", "Who led the Panthers in sacks?",
+            ...     "Kawann Short led the Panthers in sacks.")["supported"]
+            True
+        """
+        in_context = is_grounded(answer, context)
+        checks = {
+            "in_context": in_context,
+            "not_echo": not echoes_question(answer, query),
+            "in_source": in_context and is_grounded(answer, sources),
+            "supported": in_context and is_supported(answer, query, context),
+        }
+        if chunk is not None:
+            checks["in_chunk"] = in_context and bool(chunk) and is_grounded(answer, chunk)
+        return checks
+
+    def failed(self, checks: dict[str, bool]) -> list[str]:
+        """The required checks that ``checks`` did not pass (empty: a hit)."""
+        return [name for name in self.required_checks() if not checks.get(name)]
+
+    def with_options(self, **options: Any) -> HitRule:
+        """This rule with the options that are not ``None`` changed (a CLI's or a legacy
+        keyword's way in: an option left out keeps the rule's value).
+
+        Example:
+            >>> HitRule().with_options(judge="llm", threshold=None).judge
+            'llm'
+        """
+        given = {k: v for k, v in options.items() if v is not None}
+        return self.model_validate({**self.model_dump(), **given}) if given else self
+
+
+# the fields a HitRule has (the legacy keyword arguments the retrievers still accept)
+HIT_RULE_FIELDS: tuple[str, ...] = tuple(HitRule.model_fields)
+
+
+def apply_legacy(
+    rule: HitRule | None, legacy: dict[str, Any], *, where: str, base: HitRule
+) -> HitRule | None:
+    """``rule`` (else ``base``, e.g. the index's) with the hit-rule keyword arguments of
+    before 0.2 (``threshold=``, ``judge=``, ...) applied, and a deprecation warning; an
+    unknown keyword is a ``TypeError`` naming ``where``. No keywords: ``rule`` unchanged.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True):
+        ...     apply_legacy(None, {"judge": "llm"}, where="f", base=HitRule()).judge
+        'llm'
+    """
+    unknown = sorted(set(legacy) - set(HIT_RULE_FIELDS))
+    if unknown:
+        raise TypeError(f"{where}() got unexpected keyword arguments: {', '.join(unknown)}")
+    if not legacy:
+        return rule
+    warnings.warn(
+        f"{where}({', '.join(f'{k}=' for k in legacy)}) is deprecated: pass rule=HitRule("
+        f"{', '.join(f'{k}=...' for k in legacy)}); the keywords go in 0.3",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return (rule or base).with_options(**legacy)
+
+
+# words that carry no content of their own in an answer or a question
+_STOP = {
+    "in",
+    "on",
+    "at",
+    "of",
+    "to",
+    "for",
+    "by",
+    "with",
+    "from",
+    "and",
+    "or",
+    "is",
+    "are",
+    "be",
+    "it",
+    "its",
+    "this",
+    "that",
+    "there",
+    "their",
+    "they",
+    "which",
+    "who",
+    "as",
+    "per",
+    "each",
+}
+
+
+def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> bool:
+    """True when the answer's content words occur in ``context``: every number, and at
+    least ``min_share`` of the other words. Small models answer from unrelated text with
+    confidence; an answer that is not in what it was drawn from is not a cache hit."""
+    if answer is None or is_unanswered(answer):
+        return False
+    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
+    if not words:
+        return True
+    have = set(normalize_answer(context).split())
+    numbers = [w for w in words if any(c.isdigit() for c in w)]
+    if any(n not in have for n in numbers):
+        return False
+    return sum(w in have for w in words) / len(words) >= min_share
+
+
+def echoes_question(answer: str | None, question: str) -> bool:
+    """True when every content word of the answer is already in the question.
+
+    A small model that finds nothing in its context often answers with the question's own
+    subject ("Who presented the mace to the Scottish Parliament?" -> "Scottish Parliament"),
+    and that answer is always "grounded", since the context mentions the subject too. It is
+    not an answer, so it must not count as a cache hit.
+
+    Example:
+        >>> echoes_question("the Parliament", "Who gave the mace to the Parliament?")
+        True
+        >>> echoes_question("the Queen", "Who gave the mace to the Parliament?")
+        False
+    """
+    if answer is None:
+        return False
+    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
+    if not words:
+        return False
+    asked = set(normalize_answer(question).split())
+    return all(w in asked for w in words)
+
+
+_ASKING = {
+    "what", "when", "where", "who", "whom", "whose", "which", "why", "how", "many", "much",
+    "did", "does", "do", "was", "were", "has", "have", "had", "can", "could", "would", "will",
+    "name", "called", "type", "kind", "year", "not", "also", "about", "into", "than",
+    "take", "took", "place", "happen", "happened", "occur", "occurred",
+}  # fmt: skip
+
+
+def _stem(word: str) -> str:
+    return word[:6] if len(word) > 6 else word.rstrip("s")
+
+
+# the share of a question's key words one sentence must hold to support an answer
+# (is_supported) or to be read at all by a focused hit context (focus_sentences)
+SUPPORT_OVERLAP = 0.5
+
+
+def question_keys(question: str, *, exclude: str | None = None) -> set[str]:
+    """The question's key words: content words that are neither question words nor part
+    of ``exclude`` (an answer), as crude stems. The one notion of "what the question
+    speaks of" behind :func:`is_supported` and :func:`focus_sentences`.
+
+    Example:
+        >>> sorted(question_keys("Who led the Panthers in sacks?"))
+        ['led', 'panthe', 'sack']
+    """
+    given = {_stem(w) for w in normalize_answer(exclude).split()} if exclude else set()
+    return {
+        _stem(w)
+        for w in normalize_answer(question).split()
+        if w not in _STOP and w not in _ASKING and _stem(w) not in given
+    }
+
+
+def key_overlap(keys: set[str], sentence: str) -> float:
+    """The share of ``keys`` (see :func:`question_keys`) that ``sentence`` holds."""
+    if not keys:
+        return 1.0
+    have = {_stem(w) for w in normalize_answer(sentence).split()}
+    return len(keys & have) / len(keys)
+
+
+def is_supported(
+    answer: str | None, question: str, context: str, *, min_overlap: float = SUPPORT_OVERLAP
+) -> bool:
+    """True when ONE sentence of ``context`` holds the answer (see :func:`is_grounded`) and
+    at least ``min_overlap`` of the question's key words (content words that are neither
+    question words nor part of the answer; crude stems). A small model asked about a fact
+    its context lacks picks a plausible name from an unrelated sentence ("Where did the
+    spring meetings of the NFL owners take place?" -> the stadium's city); that sentence
+    does not speak of what was asked.
+
+    Example:
+        >>> ctx = "Kawann Short led the team in sacks. The game was in Santa Clara."
+        >>> is_supported("Kawann Short", "Who led the Panthers in sacks?", ctx)
+        True
+        >>> is_supported("Santa Clara", "Where did the owners meet in spring?", ctx)
+        False
+    """
+    return supporting_sentence(answer, question, context, min_overlap=min_overlap) is not None
+
+
+def supporting_sentence(
+    answer: str | None, question: str, context: str, *, min_overlap: float = SUPPORT_OVERLAP
+) -> str | None:
+    """The sentence of ``context`` that holds ``answer`` and the most of the question's
+    key words (at least ``min_overlap`` of them, and one; the first on a tie), or ``None``: the
+    evidence :func:`is_supported` looks for, and what an extractive refinement appends.
+
+    Example:
+        >>> ctx = "The Panthers lost. Kawann Short led the Panthers in sacks."
+        >>> supporting_sentence("Kawann Short", "Who led the Panthers in sacks?", ctx)
+        'Kawann Short led the Panthers in sacks.'
+    """
+    if not is_grounded(answer, context):
+        return None
+    assert answer is not None
+    keys = question_keys(question, exclude=answer)
+    best: tuple[float, str] | None = None
+    for sentence in split_sentences(context):
+        if not is_grounded(answer, sentence):
+            continue
+        overlap = key_overlap(keys, sentence)
+        if overlap >= min_overlap and overlap > 0 and (best is None or overlap > best[0]):
+            best = (overlap, sentence)
+    return best[1] if best else None
+
+
+def focus_sentences(
+    question: str,
+    texts: Sequence[str],
+    *,
+    limit: int = FOCUS_SENTENCES,
+    min_overlap: float = SUPPORT_OVERLAP,
+) -> list[list[str]]:
+    """Per text, its sentences that could support an answer to ``question``: those that
+    hold at least ``min_overlap`` of its key words (the bar :func:`is_supported` sets), at
+    most ``limit`` over all texts, the best first (ties: the earlier text and sentence),
+    each text's kept in their own order. A hit context cut to these costs a fifth of a
+    summary and a chunk, and loses only sentences that the support check would not accept
+    as the answer's evidence anyway.
+
+    Example:
+        >>> focus_sentences("Who led the Panthers in sacks?",
+        ...     ["The game was in Santa Clara. Kawann Short led the team in sacks."])
+        [['Kawann Short led the team in sacks.']]
+    """
+    keys = question_keys(question)
+    scored = [
+        (key_overlap(keys, s), t, i, s)
+        for t, text in enumerate(texts)
+        for i, s in enumerate(split_sentences(text))
+    ]
+    kept = sorted((x for x in scored if x[0] >= min_overlap), key=lambda x: (-x[0], x[1], x[2]))
+    chosen = sorted(kept[:limit], key=lambda x: (x[1], x[2]))
+    return [[s for _, t, _, s in chosen if t == n] for n in range(len(texts))]

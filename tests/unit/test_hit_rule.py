@@ -1,0 +1,150 @@
+"""The hit rule as one value: its defaults, validation, the index that records it, and the
+keyword arguments of before 0.2 that still reach it (with a warning)."""
+
+import asyncio
+import warnings
+
+import pytest
+from fakes import ScriptedFakeModel, make_document
+from pydantic import ValidationError
+
+from cos_integrations import ChainOfSummaries, CoSConfig, CoSIndex, HitRule
+from cos_integrations.defaults import CALIBRATION_QUANTILE, DEFAULT_THRESHOLD
+from cos_integrations.hit_rule import HIT_RULE_FIELDS, apply_legacy
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.retrieval import FallbackRetriever
+
+
+def test_defaults_follow_from_the_judge():
+    score, llm = HitRule(), HitRule(judge="llm")
+    assert (score.context, score.routes, score.required_checks()) == (
+        "summaries",
+        False,
+        ["in_context", "supported"],
+    )
+    assert (llm.context, llm.routes) == ("focused", True)
+    assert HitRule(judge="llm", verify_route=False).routes is False
+    assert HitRule(judge="llm", hit_context="best").context == "best"
+    strict = HitRule(reject_echo=True, verify_chunk=True, require_support=False)
+    assert strict.required_checks() == ["in_context", "not_echo", "in_chunk"]
+    assert score.calibration_quantile == CALIBRATION_QUANTILE
+    assert all(f.description for f in HitRule.model_fields.values())
+
+
+def test_a_rule_is_frozen_validated_and_round_trips():
+    rule = HitRule(judge="llm", threshold=0.82, focus_sentences=2)
+    with pytest.raises(ValidationError):
+        rule.threshold = 0.9  # type: ignore[misc]
+    for bad in (
+        {"hit_context": "everything"},
+        {"judge": "maybe"},
+        {"calibration_quantile": 1.5},
+        {"focus_sentences": 0},
+        {"no_such_lever": True},
+    ):
+        with pytest.raises(ValueError):
+            HitRule(**bad)
+    assert HitRule.model_validate_json(rule.model_dump_json()) == rule
+    assert hash(rule) == hash(HitRule(judge="llm", threshold=0.82, focus_sentences=2))
+    # options left out (None) keep the rule's value
+    assert rule.with_options(threshold=None, judge=None) is rule
+    assert rule.with_options(require_support=False).require_support is False
+
+
+def test_check_reports_every_check_and_failed_names_the_required_ones():
+    rule = HitRule(judge="llm", verify_chunk=True)
+    ctx = "The Panthers lost. Kawann Short led the Panthers in sacks."
+    q = "Who led the Panthers in sacks?"
+    good = rule.check("Kawann Short", q, ctx, sources=ctx, chunk=ctx)
+    assert good == {
+        "in_context": True,
+        "not_echo": True,
+        "in_source": True,
+        "supported": True,
+        "in_chunk": True,
+    }
+    assert rule.failed(good) == []
+    bad = rule.check("the Panthers", q, ctx, sources=ctx, chunk="The weather was fine.")
+    # the question's own words, from a sentence that speaks of it: only the chunk and the
+    # echo check catch it, and only the chunk check is required here
+    assert bad["not_echo"] is False and rule.failed(bad) == ["in_chunk"]
+    assert HitRule(judge="llm", reject_echo=True).failed(bad) == ["not_echo"]
+    assert "in_chunk" not in rule.check("Kawann Short", q, ctx)  # no chunk given
+
+
+@pytest.fixture
+def filled(tmp_path):
+    from cos_integrations.embeddings import HashingEmbedder
+
+    index = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(256))
+    model = ScriptedFakeModel(thesis_facts=2)
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    docs = [
+        SourceDocument(doc_id=t, text=make_document(8, topic=t), source=f"{t}.txt")
+        for t in ("lease", "garden", "parking")
+    ]
+    asyncio.run(index.aingest(docs, engine))
+    yield index, model
+    index.store.close()
+
+
+def test_the_index_records_its_rule_and_retrievers_without_one_use_it(filled):
+    index, model = filled
+    assert index.hit_rule == HitRule() and "hit_rule" not in index.manifest
+    q = "What is the garden item 1?"
+    assert FallbackRetriever(index, rule=HitRule(threshold=0.0)).retrieve(q).hit
+    index.set_hit_rule(HitRule(threshold=0.999))
+    assert index.manifest["hit_rule"]["threshold"] == 0.999
+    reopened = CoSIndex(index.path)
+    try:
+        assert reopened.hit_rule == HitRule(threshold=0.999)
+        plain = FallbackRetriever(reopened)
+        assert plain.rule == reopened.hit_rule and plain.threshold == 0.999
+        assert not plain.retrieve(q).hit  # the recorded rule decides
+        # a rule given to the retriever wins over the index's
+        assert FallbackRetriever(reopened, rule=HitRule(threshold=0.0)).retrieve(q).hit
+    finally:
+        reopened.store.close()
+
+
+def test_a_new_calibration_quantile_recalibrates_the_index(filled):
+    from cos_integrations.questions import QAPair
+
+    index, _ = filled
+    for t in ("lease", "garden"):
+        for i in range(6):  # questions people asked: what calibration reads by default
+            pair = QAPair(question=f"Tell me the {t} item {i}.", answers=["x"], origin="human")
+            index.store.add_question(t, pair)
+    low = index.calibrate_threshold()
+    assert low is not None and index.manifest["threshold"]["quantile"] == CALIBRATION_QUANTILE
+    index.set_hit_rule(HitRule(calibration_quantile=0.9))  # recalibrates
+    assert index.manifest["threshold"]["quantile"] == 0.9
+    assert index.threshold >= low
+    assert index.calibrate_threshold() == index.threshold  # the rule's quantile by default
+    assert index.calibrate_threshold(quantile=0.0) <= low  # an explicit one still wins
+
+
+def test_legacy_keywords_still_work_with_a_warning(filled):
+    index, model = filled
+    with pytest.warns(DeprecationWarning, match=r"rule=HitRule\(threshold=\.\.\."):
+        old = FallbackRetriever(index, threshold=0.5)
+    assert old.rule == HitRule(threshold=0.5) and old.threshold == 0.5
+    with pytest.warns(DeprecationWarning):
+        both = FallbackRetriever(
+            index, llm=model, rule=HitRule(judge="llm"), hit_context="best", verify_route=None
+        )
+    assert both.rule == HitRule(judge="llm", hit_context="best")
+    with pytest.raises(TypeError, match="no_such"):
+        FallbackRetriever(index, no_such=1)
+    with pytest.raises(ValueError, match="needs llm"):
+        FallbackRetriever(index, rule=HitRule(judge="llm"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FallbackRetriever(index, rule=HitRule(threshold=0.5))  # the new way: no warning
+    assert set(HIT_RULE_FIELDS) >= {"threshold", "judge", "hit_context", "verify_route"}
+    assert apply_legacy(None, {}, where="f", base=HitRule()) is None
+
+
+def test_default_threshold_is_the_rules_fallback(filled):
+    index, _ = filled
+    assert FallbackRetriever(index).threshold == index.threshold == DEFAULT_THRESHOLD
