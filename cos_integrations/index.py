@@ -364,7 +364,8 @@ class CoSIndex:
             plan = self._plan_sync(doc_id)
             with self.store.sync_lock():
                 doc = self.store.get_document(doc_id)
-                now = (doc.content_hash, doc.current_version) if doc else None
+                live = doc is not None and doc.status != "retired"
+                now = (doc.content_hash, doc.current_version) if live else None
                 if now != plan["state"]:
                     continue  # a newer version landed meanwhile: plan again
                 self._apply_sync(doc_id, plan)
@@ -373,6 +374,8 @@ class CoSIndex:
 
     def _plan_sync(self, doc_id: str) -> dict[str, Any]:
         doc = self.store.get_document(doc_id)
+        if doc is not None and doc.status == "retired":
+            doc = None  # no vectors for a retired document; its records stay in the store
         plan: dict[str, Any] = {"state": None, "doc": doc, "chunks": None, "summary": None}
         if doc is None:
             return plan
@@ -443,6 +446,35 @@ class CoSIndex:
             log.info("repairing vectors of %s", doc_id)
             self.sync_document(doc_id)
         return stale
+
+    def retire_document(self, doc_id: str) -> bool:
+        """The document's source is gone: drop its vectors, keep its history in the store
+        (:meth:`SummaryStore.retire_document`). Returns False when there is no such document.
+
+        Example:
+            >>> index.retire_document("docs/old-page.md#intro")   # doctest: +SKIP
+            True
+        """
+        if not self.store.retire_document(doc_id):
+            return False
+        self.sync_document(doc_id)
+        return True
+
+    def retire_missing(self, prefixes: Sequence[str], present: Sequence[str]) -> list[str]:
+        """Retire the documents whose id starts with one of ``prefixes`` (the folders just
+        ingested, ``"docs/"``) and that are not in ``present`` (what the folders hold now):
+        a re-crawl's removed pages and sections. Returns their ids."""
+        keep = set(present)
+        gone = [
+            d.doc_id
+            for d in self.store.documents()
+            if d.status != "retired"
+            and d.doc_id not in keep
+            and any(d.doc_id.startswith(p) for p in prefixes)
+        ]
+        for doc_id in gone:
+            self.retire_document(doc_id)
+        return gone
 
     def delete_document(self, doc_id: str) -> None:
         self.store.delete_document(doc_id)

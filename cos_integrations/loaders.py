@@ -16,9 +16,22 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SourceDocument", "LoadProblem", "load_paths", "load_file", "SUPPORTED", "doc_id_for"]
+from .sections import MAX_SECTION_WORDS, MIN_SECTION_WORDS, split_html, split_markdown
+
+__all__ = [
+    "SourceDocument",
+    "LoadProblem",
+    "load_paths",
+    "load_file",
+    "load_sections",
+    "SUPPORTED",
+    "SECTIONED",
+    "doc_id_for",
+]
 
 SUPPORTED = {".txt", ".md", ".markdown", ".html", ".htm", ".pdf"}
+# the file types load_paths(sections=True) splits at their headings
+SECTIONED = {".md", ".markdown", ".html", ".htm"}
 MAX_BYTES = 20 * 1024 * 1024
 
 
@@ -59,6 +72,12 @@ def doc_id_for(path: Path, root: Path | None = None) -> str:
     return text
 
 
+def _check_size(path: Path) -> None:
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise ValueError(f"file is {size} bytes, over the {MAX_BYTES}-byte limit")
+
+
 def _looks_binary(data: bytes) -> bool:
     head = data[:8192]
     if b"\x00" in head:
@@ -80,23 +99,12 @@ def load_file(path: Path, *, root: Path | None = None) -> SourceDocument:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED:
         raise ValueError(f"unsupported file type {suffix or '(none)'}")
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise ValueError(f"file is {size} bytes, over the {MAX_BYTES}-byte limit")
-    data = path.read_bytes()
+    _check_size(path)
     warnings: list[str] = []
     if suffix == ".pdf":
-        text = _pdf_text(data)
+        text = _pdf_text(path.read_bytes())
     else:
-        if data.startswith(b"%PDF-"):
-            raise ValueError("a PDF file with a text extension; rename it to .pdf")
-        if _looks_binary(data):
-            raise ValueError("binary content in a text file")
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            text = data.decode("utf-8", errors="replace")
-            warnings.append(f"invalid UTF-8 at byte {exc.start}; replaced undecodable bytes")
+        text = _read_text(path, warnings)
         if suffix in (".html", ".htm"):
             text = _html_text(text)
     text = text.replace("\r\n", "\n").strip()
@@ -110,6 +118,76 @@ def load_file(path: Path, *, root: Path | None = None) -> SourceDocument:
         metadata={"path": str(path), "file_type": suffix.lstrip(".")},
         warnings=warnings,
     )
+
+
+def _read_text(path: Path, warnings: list[str]) -> str:
+    """A text file's content (UTF-8; undecodable bytes replaced, with a warning)."""
+    data = path.read_bytes()
+    if data.startswith(b"%PDF-"):
+        raise ValueError("a PDF file with a text extension; rename it to .pdf")
+    if _looks_binary(data):
+        raise ValueError("binary content in a text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        warnings.append(f"invalid UTF-8 at byte {exc.start}; replaced undecodable bytes")
+        return data.decode("utf-8", errors="replace")
+
+
+def load_sections(
+    path: Path,
+    *,
+    root: Path | None = None,
+    min_words: int = MIN_SECTION_WORDS,
+    max_words: int = MAX_SECTION_WORDS,
+) -> list[SourceDocument]:
+    """One document per section of a Markdown or HTML page (see
+    :mod:`cos_integrations.sections`): id and source ``PAGE#anchor``, title the heading
+    path, metadata the page, anchor, heading path and parent section. Raises
+    ``ValueError`` with the reason when the page cannot be used.
+
+    Example:
+        >>> docs = load_sections(Path("docs/guide.md"), root=Path("docs"))  # doctest: +SKIP
+        >>> [d.doc_id for d in docs]  # doctest: +SKIP
+        ['docs/guide.md#guide', 'docs/guide.md#install']
+    """
+    suffix = path.suffix.lower()
+    if suffix not in SECTIONED:
+        raise ValueError(f"sections need Markdown or HTML, not {suffix or '(none)'}")
+    _check_size(path)
+    warnings: list[str] = []
+    raw = _read_text(path, warnings)
+    split = split_html if suffix in (".html", ".htm") else split_markdown
+    sections = split(raw, min_words=min_words, max_words=max_words)
+    page = doc_id_for(path, root)
+    docs = []
+    for s in sections:
+        if not s.body.strip():
+            continue
+        ref = f"#{s.anchor}" if s.anchor else ""
+        parent = f"{page}#{s.parent_anchor}" if s.parent_anchor else page
+        docs.append(
+            SourceDocument(
+                doc_id=f"{page}{ref}",
+                text=s.text,
+                source=f"{path}{ref}",
+                title=s.title or path.stem,
+                metadata={
+                    "path": str(path),
+                    "file_type": suffix.lstrip("."),
+                    "page": page,
+                    "page_source": str(path),
+                    "anchor": s.anchor,
+                    "heading_path": s.path,
+                    "parent": parent,
+                    "merged_anchors": s.merged,
+                },
+                warnings=list(warnings),
+            )
+        )
+    if not docs:
+        raise ValueError("no text (no section with a body)")
+    return docs
 
 
 def _optional(module: str, what: str):
@@ -148,11 +226,18 @@ def _pdf_text(data: bytes) -> str:
 
 
 def load_paths(
-    paths: list[str | os.PathLike], *, follow_symlinks: bool = False
+    paths: list[str | os.PathLike],
+    *,
+    follow_symlinks: bool = False,
+    sections: bool = False,
+    min_words: int = MIN_SECTION_WORDS,
+    max_words: int = MAX_SECTION_WORDS,
 ) -> tuple[list[SourceDocument], list[LoadProblem]]:
     """Load files and folders (recursively, in sorted order). Returns documents and problems.
 
-    Duplicate files (same bytes) are loaded once; the others are reported.
+    Duplicate files (same text) are loaded once; the others are reported. ``sections``:
+    Markdown and HTML pages become one document per section (:func:`load_sections`,
+    short sections merged between ``min_words`` and ``max_words``); other files stay whole.
     """
     docs: list[SourceDocument] = []
     problems: list[LoadProblem] = []
@@ -182,17 +267,24 @@ def load_paths(
             if base.is_dir() and path.suffix.lower() not in SUPPORTED:
                 problems.append(LoadProblem(str(path), f"unsupported file type {path.suffix}"))
                 continue
+            where = root if base.is_dir() else None
             try:
-                doc = load_file(path, root=root if base.is_dir() else None)
+                if sections and path.suffix.lower() in SECTIONED:
+                    found = load_sections(
+                        path, root=where, min_words=min_words, max_words=max_words
+                    )
+                else:
+                    found = [load_file(path, root=where)]
             except (OSError, ValueError) as exc:
                 problems.append(LoadProblem(str(path), str(exc)))
                 continue
-            digest = hashlib.sha256(doc.text.encode("utf-8", "replace")).hexdigest()
+            text = "\n".join(d.text for d in found)
+            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
             if digest in seen_hashes:
                 problems.append(
                     LoadProblem(str(path), f"duplicate of {seen_hashes[digest]}", False)
                 )
                 continue
             seen_hashes[digest] = str(path)
-            docs.append(doc)
+            docs.extend(found)
     return docs, problems

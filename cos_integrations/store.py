@@ -330,7 +330,9 @@ class SummaryStore(RefineQueue):
             changed = row["content_hash"] != digest
             tx.execute(
                 "UPDATE documents SET source=?, title=?, content_hash=?, text=?, updated_at=?,"
-                " status=CASE WHEN ? THEN 'pending' ELSE status END WHERE doc_id=?",
+                " status=CASE WHEN ? THEN 'pending' WHEN status='retired' THEN"
+                " (CASE WHEN current_version IS NULL THEN 'pending' ELSE 'summarized' END)"
+                " ELSE status END WHERE doc_id=?",
                 (source, title, digest, text, now, changed, doc_id),
             )
             return changed
@@ -342,6 +344,19 @@ class SummaryStore(RefineQueue):
     def documents(self) -> list[DocumentRecord]:
         rows = self._conn().execute("SELECT * FROM documents ORDER BY doc_id").fetchall()
         return [_doc(r) for r in rows]
+
+    def retire_document(self, doc_id: str) -> bool:
+        """Mark a document whose source is gone ``retired``: its summary history, question
+        bank and events stay, the index drops its vectors, and ingesting its text again
+        brings it back. Returns False when there is no such document."""
+        with self._tx() as tx:
+            cur = tx.execute(
+                "UPDATE documents SET status='retired', indexed_version=NULL, indexed_hash=NULL,"
+                " updated_at=? WHERE doc_id=?",
+                (time.time(), doc_id),
+            )
+            tx.execute("DELETE FROM refine_jobs WHERE doc_id=? AND status='pending'", (doc_id,))
+            return cur.rowcount > 0
 
     def delete_document(self, doc_id: str) -> None:
         with self._tx() as tx:
@@ -385,7 +400,8 @@ class SummaryStore(RefineQueue):
         rows = (
             self._conn()
             .execute(
-                "SELECT doc_id FROM documents WHERE current_version IS NOT NULL AND ("
+                "SELECT doc_id FROM documents WHERE current_version IS NOT NULL"
+                " AND status != 'retired' AND ("
                 " indexed_version IS NULL OR indexed_version != current_version"
                 " OR indexed_hash IS NULL OR indexed_hash != content_hash) ORDER BY doc_id"
             )

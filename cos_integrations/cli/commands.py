@@ -78,13 +78,30 @@ def ingest(
     concurrency: Annotated[int, typer.Option(min=1, help="Documents in flight.")] = 1,
     embedder: Annotated[str, typer.Option(help="e5 (local, default) or hashing.")] = "e5",
     follow_symlinks: Annotated[bool, typer.Option(help="Follow links out of folders.")] = False,
+    sections: Annotated[
+        bool,
+        typer.Option(
+            help="Split Markdown and HTML pages at their headings (h1-h3): one document per "
+            "section, cited as PAGE#anchor (HTML: navigation, sidebars and footers removed)."
+        ),
+    ] = False,
+    retire_missing: Annotated[
+        bool,
+        typer.Option(
+            help="Retire the indexed documents of the given folders (or sectioned pages) "
+            "that are gone: their vectors leave the index, their history stays."
+        ),
+    ] = True,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
     chroma_url: ChromaOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Summarise documents with CoS into an index (store + Chroma); unchanged files are skipped."""
+    """Summarise documents with CoS into an index (store + Chroma); unchanged files are skipped.
+
+    Re-running on the same tree re-summarises only what changed (by content hash) and
+    retires what is gone (--retire-missing)."""
     from ..config import CoSConfig
     from ..engine import ChainOfSummaries
     from ..index import read_manifest
@@ -105,7 +122,7 @@ def ingest(
             config = CoSConfig.preset(preset, **overrides)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    docs, problems = load_paths(list(paths), follow_symlinks=follow_symlinks)
+    docs, problems = load_paths(list(paths), follow_symlinks=follow_symlinks, sections=sections)
     for p in problems:
         colour = "red" if p.error else "yellow"
         what = "error" if p.error else "skipped"
@@ -156,8 +173,30 @@ def ingest(
                 )
                 console.print(f"done in {time.monotonic() - t0:.0f}s")
     _print_ingest(report, idx)
+    if retire_missing:
+        _retire_missing(idx, paths, docs, problems, sections)
     if report.failed or any(p.error for p in problems):
         raise typer.Exit(1)
+
+
+def _retire_missing(idx, paths, docs, problems, sections: bool) -> None:
+    """Retire what the ingested folders (or sectioned pages) no longer hold; nothing when a
+    file failed to load (a read error must not retire its documents)."""
+    from ..loaders import doc_id_for
+
+    prefixes = [
+        f"{p.absolute().name}/" if p.is_dir() else f"{doc_id_for(p)}#"
+        for p in paths
+        if p.is_dir() or sections
+    ]
+    if not prefixes:
+        return
+    if any(p.error for p in problems):
+        err.print("[yellow]not retiring missing documents:[/] some files failed to load")
+        return
+    gone = idx.retire_missing(prefixes, [d.doc_id for d in docs])
+    for doc_id in gone:
+        console.print(f"  retired: {escape(doc_id)} (gone from the source; history kept)")
 
 
 class _NoModel:
