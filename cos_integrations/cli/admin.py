@@ -248,6 +248,10 @@ def export_llms_txt(
     index: IndexOpt = Path("index"),
     store_url: StoreUrlOpt = None,
     description: Annotated[str | None, typer.Option(help="The blockquote summary.")] = None,
+    details: Annotated[
+        str | None,
+        typer.Option(help="The paragraph after it (default: one line saying what is listed)."),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Where to write llms.txt.")] = Path("llms.txt"),
     base_url: Annotated[
         str | None, typer.Option(help="Prefix for document links (else the source path).")
@@ -257,20 +261,14 @@ def export_llms_txt(
     ] = None,
 ) -> None:
     """Write llms.txt (llmstxt.org) and llms-full.txt from the current summaries."""
-    from ..export import Entry, render_llms_full, render_llms_txt, write_pages
+    from ..export import collect_entries, render_llms_full, render_llms_txt, write_pages
 
     idx = open_index(index, store_url=store_url)
-    entries = []
-    for doc in idx.store.documents():
-        cur = idx.store.current_summary(doc.doc_id)
-        if cur is None:
-            continue
-        url = f"{base_url.rstrip('/')}/{doc.doc_id}" if base_url else (doc.source or doc.doc_id)
-        section = doc.doc_id.split("/", 1)[0] if "/" in doc.doc_id else "Docs"
-        entries.append(Entry(doc.title or doc.doc_id, url, cur.text, section))
-    out.write_text(render_llms_txt(title, entries, description=description or ""))
+    entries = collect_entries(idx, base_url=base_url)
+    text = {"description": description or "", "details": details or ""}
+    out.write_text(render_llms_txt(title, entries, **text))
     full = out.with_name(out.stem + "-full" + out.suffix)
-    full.write_text(render_llms_full(title, entries, description=description or ""))
+    full.write_text(render_llms_full(title, entries, **text))
     console.print(f"wrote {out} and {full} ({len(entries)} documents)")
     if per_page:
         pages = write_pages(per_page, entries)

@@ -100,8 +100,36 @@ def test_export_llms_txt_round_trip(built, tmp_path):
     assert [e.title for e in entries] == ["Garden rules", "Lease rules"]
     assert entries[0].url == "https://example.org/docs/docs/garden.md"
     assert "garden item" in entries[0].summary
-    assert (tmp_path / "llms-full.txt").read_text().count("## ") == 2
+    assert (tmp_path / "llms-full.txt").read_text().count("### ") == 2
     assert len(list((tmp_path / "pages").glob("*.md"))) == 2
+    # the format's reference parser reads back what was written
+    from llms_txt import parse_llms_file
+
+    ref = parse_llms_file(out_file.read_text())
+    assert ref.title == "House rules" and ref.summary == "Summaries of the house documents"
+    links = ref.sections["docs"]
+    assert [(x.title, x.url, x.desc) for x in links] == [
+        (e.title, e.url, e.summary) for e in entries
+    ]
+
+
+def test_llms_txt_parses_with_the_reference_parser_with_or_without_a_description():
+    from llms_txt import parse_llms_file
+
+    entries = [Entry("A [draft]", "https://x.example/a b", "First. Second.", "Guide")]
+    bare = parse_llms_file(render_llms_txt("T", entries))  # no description: still a header
+    assert bare.title == "T" and bare.summary is None and bare.info.startswith("Summaries of 1")
+    text = render_llms_txt("T", entries, description="D", details="What this is.")
+    ref = parse_llms_file(text)
+    assert (ref.title, ref.summary, ref.info) == ("T", "D", "What this is.")
+    (link,) = ref.sections["Guide"]
+    # "]" would end the link title: written as ")"; the space in the URL is encoded
+    assert (link.title, link.url, link.desc) == (
+        "A [draft)",
+        "https://x.example/a%20b",
+        "First. Second.",
+    )
+    assert parse_llms_txt(text)[1][0].url == "https://x.example/a b"
 
 
 def test_export_escapes_injected_links_and_headings():
@@ -117,8 +145,13 @@ def test_export_escapes_injected_links_and_headings():
     assert sum(line.startswith("- [") for line in lines) == 2
     assert "](http://evil.example)" not in text
     _, entries, _ = parse_llms_txt(text)
-    assert entries[0].title == evil.title and entries[0].url == evil.url
-    assert entries[0].summary == " ".join(evil.summary.split())  # one line, same words
+    assert entries[0].title == evil.title.replace("]", ")") and entries[0].url == evil.url
+    # one line, same words; the injected link is no longer one
+    assert entries[0].summary == " ".join(evil.summary.split()).replace("](", "] (")
+    from llms_txt import parse_llms_file
+
+    ref = parse_llms_file(text)
+    assert list(ref.sections) == ["Docs", "Other"] and len(ref.sections["Docs"]) == 1
 
 
 def test_every_command_is_on_one_app_and_refine_flags_exclude_each_other(built):

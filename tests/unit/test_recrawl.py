@@ -64,3 +64,31 @@ def test_recrawl_skips_resummarises_retires_and_restores(index, tmp_path):
     assert len(model.calls) == calls and not gone  # its summaries are reused
     assert index.store.get_document("site/parking.md#more").status == "summarized"
     assert index.summaries.count() == 8
+
+
+def test_export_groups_sections_by_page_and_a_reexport_changes_only_what_changed(index, tmp_path):
+    from llms_txt import parse_llms_file
+
+    from cos_integrations.export import collect_entries, render_llms_full, render_llms_txt
+
+    site = tmp_path / "site"
+    site.mkdir()
+    for t in ("lease", "garden"):
+        (site / f"{t}.md").write_text(PAGE.format(t=t))
+    model = ScriptedFakeModel(thesis_facts=2)
+    crawl(index, site, model)
+    entries = collect_entries(index, base_url="https://example.org")
+    before = render_llms_txt("Site", entries, description="House rules")
+    ref = parse_llms_file(before)
+    assert list(ref.sections) == ["garden", "lease"]  # one group per page, its sections in it
+    assert [x.title for x in ref.sections["lease"]] == ["lease", "More"]
+    assert ref.sections["lease"][1].url == "https://example.org/site/lease.md#more"
+    full = render_llms_full("Site", entries)
+    assert full.splitlines().count("## garden") == 1 and full.count("### ") == 4
+
+    (site / "garden.md").write_text(PAGE.format(t="garden").replace("value 2c", "value 9z"))
+    crawl(index, site, model)
+    after = render_llms_txt("Site", collect_entries(index, base_url="https://example.org"))
+    changed = set(before.splitlines()) ^ set(after.splitlines())
+    changed -= {"> House rules", ""}
+    assert changed and all("garden.md#more" in line for line in changed)
