@@ -70,6 +70,8 @@ from .usage import Usage
 __all__ = [
     "FallbackRetriever",
     "RetrievalResult",
+    "Citation",
+    "cite",
     "Decision",
     "HitRule",
     "Judge",
@@ -92,6 +94,49 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RefineMode = Literal["queue", "background", "off"]
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where an answer came from: the document (a page's section is ``PAGE#anchor``), its
+    source path or URL with the section's anchor, its title (a section's heading path),
+    whether the query hit (the summary answered) or missed (the source text did), and the
+    summary version a hit read.
+
+    Example:
+        >>> c = Citation("docs/t.html#sets", "docs/t.html#sets", "Data Structures › Sets",
+        ...              True, 3)
+        >>> str(c)
+        'Data Structures › Sets <docs/t.html#sets> (hit, summary v3)'
+    """
+
+    doc_id: str
+    source: str
+    title: str
+    hit: bool
+    summary_version: int | None = None
+
+    def __str__(self) -> str:
+        how = (
+            f"hit, summary v{self.summary_version}"
+            if self.hit and self.summary_version is not None
+            else ("hit" if self.hit else "miss, source text")
+        )
+        return f"{self.title} <{self.source}> ({how})"
+
+
+def cite(hit: SearchHit, hit_flag: bool, version: int | None = None) -> Citation:
+    """The :class:`Citation` of one retrieved item (``version``: the summary version of a
+    hit, when the item is a chunk read beside it)."""
+    meta = hit.metadata
+    own = meta.get("cos_version") if hit.kind == "summary" else None
+    return Citation(
+        doc_id=hit.doc_id,
+        source=str(meta.get("source") or hit.doc_id),
+        title=str(meta.get("title") or hit.doc_id),
+        hit=hit_flag,
+        summary_version=int(own) if own is not None else version,
+    )
 
 
 @dataclass
@@ -134,6 +179,19 @@ class RetrievalResult:
     @property
     def context_tokens(self) -> int:
         return sum(estimate_tokens(h.text) for h in self.items)
+
+    @property
+    def citations(self) -> list[Citation]:
+        """One :class:`Citation` per document the items came from, best first: what the
+        answer cites (on a hit the summary version read; on a miss the source text)."""
+        versions = {
+            h.doc_id: h.metadata.get("cos_version") for h in self.items if h.kind == "summary"
+        }
+        seen: dict[str, Citation] = {}
+        for h in self.items:
+            if h.doc_id not in seen:
+                seen[h.doc_id] = cite(h, self.hit, versions.get(h.doc_id))
+        return list(seen.values())
 
 
 def _content(items: list[SearchHit]) -> str:
@@ -178,7 +236,8 @@ def focus_items(
     context reads; an item with no such sentence is dropped.
 
     Example:
-        >>> hit = SearchHit("s", "lease", "The flat is small. Rent is due on the 1st.", 0.9)
+        >>> text = "The flat is small. Rent is due on the 1st."
+        >>> hit = SearchHit("s", "lease", text, 0.9, {}, "summary")
         >>> [h.text for h in focus_items("When is rent due?", [hit])]
         ['Rent is due on the 1st.']
     """

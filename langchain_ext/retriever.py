@@ -42,8 +42,9 @@ _LEGACY = (
 )
 
 
-def _to_document(hit: SearchHit, hit_flag: bool) -> Document:
+def _to_document(hit: SearchHit, hit_flag: bool, citation: str) -> Document:
     meta = {**hit.metadata, "cos_hit": hit_flag, "cos_kind": hit.kind, "score": hit.score}
+    meta["cos_citation"] = citation  # where an answer from it came from
     return Document(page_content=hit.text, metadata=meta, id=hit.id)
 
 
@@ -225,7 +226,8 @@ class CoSFallbackRetriever(BaseRetriever):
         return as_chat_model(self._llm, {"callbacks": run_manager.get_child()})
 
     def _documents(self, res: RetrievalResult) -> list[Document]:
-        return [_to_document(h, res.hit) for h in res.items]
+        cites = {c.doc_id: str(c) for c in res.citations}
+        return [_to_document(h, res.hit, cites[h.doc_id]) for h in res.items]
 
     @staticmethod
     def _event(res: RetrievalResult) -> dict[str, Any]:

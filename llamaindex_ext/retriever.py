@@ -25,7 +25,7 @@ from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.embeddings import LocalEmbedder
 from cos_integrations.hit_rule import HitRule, apply_legacy
 from cos_integrations.index import CoSIndex, SearchHit, read_manifest
-from cos_integrations.retrieval import FallbackRetriever, RetrievalResult
+from cos_integrations.retrieval import FallbackRetriever, RetrievalResult, cite
 
 from .embeddings import as_embedder
 from .llm import as_chat_model
@@ -50,8 +50,10 @@ class CoSCacheMissEvent(BaseEvent):
         return "CoSCacheMissEvent"
 
 
-def _node(hit: SearchHit, hit_flag: bool) -> NodeWithScore:
+def _node(hit: SearchHit, hit_flag: bool, citation: str | None = None) -> NodeWithScore:
     meta = {**hit.metadata, "cos_hit": hit_flag, "cos_kind": hit.kind}
+    # where an answer from it came from (RetrievalResult.citations)
+    meta["cos_citation"] = citation or str(cite(hit, hit_flag))
     meta.pop("_node_content", None)
     node = TextNode(
         id_=hit.id,
@@ -247,7 +249,8 @@ class CoSFallbackRetriever(BaseRetriever):
                     not_in_source=res.not_in_source,
                 )
             )
-        return [_node(h, res.hit) for h in res.items]
+        cites = {c.doc_id: str(c) for c in res.citations}
+        return [_node(h, res.hit, cites[h.doc_id]) for h in res.items]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         res = self.core.retrieve(query_bundle.query_str, k=self.similarity_top_k)

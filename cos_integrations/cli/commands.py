@@ -279,6 +279,8 @@ def query(
                 f"  \\[{h.kind}] {escape(str(h.metadata.get('source') or h.doc_id))} "
                 f"(score {h.score:.3f}): {escape(snippet)}"
             )
+        for citation in res.citations:
+            console.print(f"  cites: {escape(str(citation))}")
         if res.not_in_source:
             console.print("  not in source: a refinement found the source silent on this")
         if res.job_id is not None:
@@ -290,6 +292,8 @@ def query(
             if reply is None and res.items:
                 reply, _ = asyncio.run(answer_from(llm, text, res.items))
             console.print(f"answer: {escape(reply or 'not found in the index')}")
+            for citation in res.citations[:1] if reply else []:
+                console.print(f"source: {escape(str(citation))}")
             tokens = res.context_tokens
             console.print(
                 f"context: {len(res.items)} {'summaries' if res.hit else 'source chunks'}, "

@@ -180,6 +180,7 @@ def test_query_answers_with_the_indexs_recorded_rule_and_options_change_it(built
     index.store.close()
     out = cli("query", q, "--index", ix)
     assert out.exit_code == 0 and "MISS" in out.stdout and "< 0.999" in out.stdout
+    assert "cites: Garden rules <docs/garden.md> (miss, source text)" in out.stdout
     assert "HIT" in cli("query", q, "--index", ix, "--threshold", "0").stdout
     bad = runner.invoke(app, ["query", q, "--index", ix, "--hit-context", "everything"])
     assert bad.exit_code == 2 and "focused" in bad.output

@@ -282,3 +282,11 @@ def test_the_index_directory_is_persist_dir_in_both_frameworks(tmp_path):
     assert new.persist_dir.endswith("a") and new.index_path == new.persist_dir
     assert old.persist_dir.endswith("b")
     assert CoSFallbackRetriever.from_persist_dir(tmp_path / "c").persist_dir.endswith("c")
+
+
+def test_every_document_carries_its_citation(retriever):
+    hit = retriever.invoke("What is the garden item 1?")
+    assert all(d.metadata["cos_citation"].endswith("(hit, summary v1)") for d in hit)
+    retriever.rule = HitRule(threshold=1.01)
+    miss = retriever.invoke("What is the garden item 7?")
+    assert all(d.metadata["cos_citation"].endswith("(miss, source text)") for d in miss)

@@ -326,3 +326,9 @@ def test_hit_rule_keywords_before_0_2_still_work_with_a_warning(retriever):
     assert old.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is False
     old.rule = HitRule(threshold=0.0)  # a new rule applies to the next query
     assert old.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is True
+
+
+def test_every_node_carries_its_citation(retriever):
+    nodes = retriever.retrieve("What is the garden item 1?")
+    assert nodes[0].node.metadata["cos_citation"].endswith("(hit, summary v1)")
+    assert "cos_citation" in nodes[0].node.excluded_llm_metadata_keys

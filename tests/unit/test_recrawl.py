@@ -92,3 +92,26 @@ def test_export_groups_sections_by_page_and_a_reexport_changes_only_what_changed
     changed = set(before.splitlines()) ^ set(after.splitlines())
     changed -= {"> House rules", ""}
     assert changed and all("garden.md#more" in line for line in changed)
+
+
+def test_answers_cite_the_section_hit_or_miss_and_the_summary_version(index, tmp_path):
+    from cos_integrations import HitRule
+    from cos_integrations.retrieval import FallbackRetriever
+
+    site = tmp_path / "site"
+    site.mkdir()
+    for t in ("lease", "garden"):
+        (site / f"{t}.md").write_text(PAGE.format(t=t))
+    crawl(index, site, ScriptedFakeModel(thesis_facts=2))
+    hit = FallbackRetriever(index, rule=HitRule(threshold=0.0)).retrieve("garden item 2 More")
+    assert hit.hit and hit.citations
+    first = hit.citations[0]
+    assert first.doc_id.startswith("site/") and "#" in first.source
+    assert first.source.endswith(first.doc_id.split("/", 1)[1])  # path#anchor
+    assert first.summary_version == 1 and str(first).endswith("(hit, summary v1)")
+    assert len({c.doc_id for c in hit.citations}) == len(hit.citations)
+    miss = FallbackRetriever(index, rule=HitRule(threshold=1.01)).retrieve("garden item 2")
+    assert not miss.hit and miss.citations
+    assert all(not c.hit and c.summary_version is None for c in miss.citations)
+    assert str(miss.citations[0]).endswith("(miss, source text)")
+    assert "site/garden.md#more" in {c.doc_id for c in miss.citations}
