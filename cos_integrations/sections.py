@@ -65,7 +65,6 @@ _CHROME = (
     "template",
     "svg",
     "nav",
-    "aside",
     "footer",
     "form",
     "button",
@@ -89,6 +88,8 @@ _CHROME = (
     "a[rel=prev]",
     "a[rel=next]",
 )
+# an <aside> that is part of the text: footnotes and admonitions
+_NOTES = ("footnote", "note", "admonition", "warning", "tip", "caution")
 _BLOCK = {
     "p", "div", "section", "pre", "ul", "ol", "li", "dl", "dt", "dd", "table", "tr",
     "blockquote", "figure", "figcaption", "h4", "h5", "h6", "hr", "br", "details", "summary",
@@ -252,6 +253,10 @@ def main_content(html: str) -> Any:
     for header in node.css("header"):
         if not header.css_first("h1, h2, h3"):
             header.decompose()
+    for aside in node.css("aside"):  # a sidebar, unless it is the page's own note
+        kind = str(aside.attributes.get("class") or "") + str(aside.attributes.get("role") or "")
+        if not any(word in kind for word in _NOTES):
+            aside.decompose()
     return node
 
 
