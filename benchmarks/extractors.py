@@ -58,7 +58,10 @@ def trafilatura_text(html: str) -> str:
     return trafilatura.extract(html, include_tables=True, include_comments=False) or ""
 
 
-GENERIC_CHROME = "script, style, nav, aside, footer, form, [role=navigation], [role=search]"
+GENERIC_CHROME = (
+    "script, style, nav, footer, form, [role=navigation], [role=search], "
+    "aside:not([class*=footnote]):not([class*=note])"
+)
 
 
 def bs4_text(html: str) -> str:
