@@ -16,7 +16,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sections import MAX_SECTION_WORDS, MIN_SECTION_WORDS, split_html, split_markdown
+from .sections import (
+    MAX_SECTION_WORDS,
+    MIN_SECTION_WORDS,
+    PATH_SEPARATOR,
+    split_html,
+    split_markdown,
+)
 
 __all__ = [
     "SourceDocument",
@@ -45,6 +51,24 @@ class SourceDocument:
     title: str = ""
     metadata: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    def flat_metadata(self) -> dict[str, str]:
+        """What a framework document carries: id, source, title and, for a page's section,
+        its page, anchor, heading path (one string) and parent section, all strings.
+
+        Example:
+            >>> SourceDocument("a.md#b", "text", "a.md#b", "A › B").flat_metadata()["title"]
+            'A › B'
+        """
+        meta = {"doc_id": self.doc_id, "source": self.source, "title": self.title}
+        if "page" in self.metadata:
+            meta |= {
+                "page": str(self.metadata["page"]),
+                "anchor": str(self.metadata.get("anchor") or ""),
+                "heading_path": PATH_SEPARATOR.join(self.metadata.get("heading_path") or []),
+                "parent": str(self.metadata.get("parent") or ""),
+            }
+        return meta
 
 
 @dataclass

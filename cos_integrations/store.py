@@ -566,6 +566,17 @@ class SummaryStore(RefineQueue):
                 (doc_id, version),
             )
 
+    def require_current(self, doc_id: str) -> tuple[DocumentRecord, SummaryVersion]:
+        """The document and its current summary; a :class:`StoreError` naming it when either
+        is gone (e.g. deleted or retired by another process meanwhile)."""
+        doc, current = self.get_document(doc_id), self.current_summary(doc_id)
+        if doc is None or current is None:
+            raise StoreError(
+                f"document {doc_id!r} has no current summary any more (deleted, retired or "
+                "failed meanwhile); ingest it again"
+            )
+        return doc, current
+
     def current_summary(self, doc_id: str) -> SummaryVersion | None:
         row = (
             self._conn()

@@ -12,7 +12,7 @@ core's model, local embeddings); ``Core*`` are LangChain objects for the core
 from .chat_model import CoreChatModel, CoSChatModel, LangChainChatModel, as_chat_model
 from .embeddings import CoreEmbedder, CoSLocalEmbeddings, as_embedder
 from .retriever import CoSFallbackRetriever
-from .transformer import CoSDocumentTransformer, document_id
+from .transformer import CoSDocumentTransformer, document_id, section_documents
 
 __all__ = [
     "CoSChatModel",
@@ -25,4 +25,5 @@ __all__ = [
     "as_chat_model",
     "as_embedder",
     "document_id",
+    "section_documents",
 ]

@@ -19,12 +19,12 @@ from cos_integrations.ingest import (
     summarize_new,
     summary_metadata,
 )
-from cos_integrations.loaders import SourceDocument
+from cos_integrations.loaders import SourceDocument, load_paths
 from cos_integrations.store import SummaryStore
 
 from .chat_model import as_chat_model
 
-__all__ = ["CoSDocumentTransformer", "document_id"]
+__all__ = ["CoSDocumentTransformer", "document_id", "section_documents"]
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,7 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
         return out
 
     def _summary_document(self, doc_id: str, source: Document) -> Document:
-        doc, current = self.store.get_document(doc_id), self.store.current_summary(doc_id)
-        assert doc is not None and current is not None
+        doc, current = self.store.require_current(doc_id)
         meta = flatten_metadata(
             {**(source.metadata or {}), **summary_metadata(doc, current)},
             warn=lambda msg: log.warning("%s: %s", doc_id, msg),
@@ -146,3 +145,21 @@ def _progress(total: int):
         return tqdm(total=total, desc="CoS summaries")
     except ImportError:  # pragma: no cover - tqdm comes with most installs
         return None
+
+
+def section_documents(paths: list[str | Path], **options: Any) -> list[Document]:
+    """Markdown and HTML pages as one LangChain ``Document`` per section (see
+    :mod:`cos_integrations.sections`), for :class:`CoSDocumentTransformer` or
+    ``CoSFallbackRetriever.add_documents``: id ``PAGE#anchor``, metadata the source URL or
+    path with its anchor, the heading path, the page and the parent section; ``options`` go
+    to the core's ``load_paths``. Files that cannot be read are logged and left out.
+
+    Example:
+        >>> docs = section_documents(["docs/"])          # doctest: +SKIP
+        >>> docs[0].metadata["source"]                   # doctest: +SKIP
+        'docs/guide.md#install'
+    """
+    found, problems = load_paths(list(paths), sections=True, **options)
+    for p in problems:
+        log.warning("section_documents: skipping %s: %s", p.path, p.reason)
+    return [Document(page_content=d.text, metadata=d.flat_metadata(), id=d.doc_id) for d in found]

@@ -11,7 +11,7 @@ Names: ``CoS*`` are CoS for LlamaIndex (a transform, a retriever, an embedding);
 from .embeddings import CoreEmbedder, CoSLocalEmbedding, as_embedder
 from .llm import CoreChatModel, CoSLLM, as_chat_model
 from .retriever import CoSCacheMissEvent, CoSExpandToSourcePostprocessor, CoSFallbackRetriever
-from .transform import CoSSummaryTransform, CoSTransformError
+from .transform import CoSSummaryTransform, CoSTransformError, section_documents
 
 __all__ = [
     "CoSCacheMissEvent",
@@ -25,4 +25,5 @@ __all__ = [
     "CoreEmbedder",
     "as_chat_model",
     "as_embedder",
+    "section_documents",
 ]

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from llama_index.core.schema import (
     BaseNode,
+    Document,
     MetadataMode,
     NodeRelationship,
     RelatedNodeInfo,
@@ -28,13 +29,13 @@ from cos_integrations.ingest import (
     summarize_new,
     summary_metadata,
 )
-from cos_integrations.loaders import SourceDocument
+from cos_integrations.loaders import SourceDocument, load_paths
 from cos_integrations.store import SummaryStore
 from cos_integrations.text import chunk_text
 
 from .llm import as_chat_model
 
-__all__ = ["CoSSummaryTransform", "CoSTransformError"]
+__all__ = ["CoSSummaryTransform", "CoSTransformError", "section_documents"]
 
 log = logging.getLogger(__name__)
 
@@ -200,21 +201,22 @@ class CoSSummaryTransform(TransformComponent):
         return out
 
     def _summary_node(self, doc_id: str, head: BaseNode) -> TextNode:
-        doc, current = self.store.get_document(doc_id), self.store.current_summary(doc_id)
-        assert doc is not None and current is not None
+        doc, current = self.store.require_current(doc_id)
         meta = {**(head.metadata or {}), **summary_metadata(doc, current)}
+        relationships = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id)}
+        if meta.get("parent") and meta["parent"] != doc_id:  # a section: its parent section
+            relationships[NodeRelationship.PARENT] = RelatedNodeInfo(node_id=meta["parent"])
         return TextNode(
             id_=f"{doc_id}::summary",
             text=current.text,
             metadata=flatten_metadata(meta, warn=lambda m: log.warning("%s: %s", doc_id, m)),
-            relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id)},
+            relationships=relationships,
             excluded_embed_metadata_keys=list(meta),
             excluded_llm_metadata_keys=[k for k in meta if k not in ("title", "source")],
         )
 
     def _chunk_nodes(self, doc_id: str, head: BaseNode) -> list[TextNode]:
-        doc = self.store.get_document(doc_id)
-        assert doc is not None
+        doc, _ = self.store.require_current(doc_id)
         chunks = chunk_text(doc.text, words=self.chunk_words, overlap=self.chunk_words // 5)
         nodes = []
         for i, c in enumerate(chunks):
@@ -229,3 +231,37 @@ class CoSSummaryTransform(TransformComponent):
                 )
             )
         return nodes
+
+
+def section_documents(paths: list[str | Path], **options: Any) -> list[Document]:
+    """Markdown and HTML pages as one LlamaIndex ``Document`` per section (see
+    :mod:`cos_integrations.sections`), for :class:`CoSSummaryTransform`: id ``PAGE#anchor``,
+    metadata the source with its anchor, the heading path and the page, and a ``PARENT``
+    relationship to the section (or page) above it; ``options`` go to the core's
+    ``load_paths`` (``min_words``, ``max_words``, ``follow_symlinks``). Files that cannot be
+    read are logged and left out.
+
+    Example:
+        >>> docs = section_documents(["/usr/share/doc/python3-doc/html/tutorial"])  # doctest: +SKIP
+        >>> docs[0].metadata["heading_path"]                                       # doctest: +SKIP
+        'The Python Tutorial'
+    """
+    found, problems = load_paths(list(paths), sections=True, **options)
+    for p in problems:
+        log.warning("section_documents: skipping %s: %s", p.path, p.reason)
+    out = []
+    for d in found:
+        meta = d.flat_metadata()
+        parent = meta.get("parent")
+        rel = {NodeRelationship.PARENT: RelatedNodeInfo(node_id=parent)} if parent else {}
+        out.append(
+            Document(
+                id_=d.doc_id,
+                text=d.text,
+                metadata=meta,
+                relationships=rel,
+                excluded_embed_metadata_keys=list(meta),
+                excluded_llm_metadata_keys=[k for k in meta if k not in ("title", "source")],
+            )
+        )
+    return out

@@ -40,6 +40,7 @@ def test_all_exports():
         "as_chat_model",
         "as_embedder",
         "document_id",
+        "section_documents",
     ]
     for name in langchain_ext.__all__:
         assert getattr(langchain_ext, name).__doc__
@@ -290,3 +291,17 @@ def test_every_document_carries_its_citation(retriever):
     retriever.rule = HitRule(threshold=1.01)
     miss = retriever.invoke("What is the garden item 7?")
     assert all(d.metadata["cos_citation"].endswith("(miss, source text)") for d in miss)
+
+
+def test_section_documents_carry_heading_path_and_source_url(tmp_path):
+    from langchain_ext import section_documents
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "guide.md").write_text("# Guide\n\nRead this first.\n\n## Install\n\nRun pip.\n")
+    (site / "bad.md").write_bytes(b"\x00\x01binary")
+    docs_in = section_documents([site], min_words=0)
+    assert [d.id for d in docs_in] == ["site/guide.md#guide", "site/guide.md#install"]
+    meta = docs_in[1].metadata
+    assert meta["heading_path"] == "Guide › Install" and meta["source"].endswith("guide.md#install")
+    assert meta["parent"] == "site/guide.md#guide" and meta["page"] == "site/guide.md"

@@ -79,6 +79,7 @@ def test_exports_have_docstrings():
         "CoreEmbedder",
         "as_chat_model",
         "as_embedder",
+        "section_documents",
     ]
     for name in llamaindex_ext.__all__:
         assert getattr(llamaindex_ext, name).__doc__, name
@@ -332,3 +333,35 @@ def test_every_node_carries_its_citation(retriever):
     nodes = retriever.retrieve("What is the garden item 1?")
     assert nodes[0].node.metadata["cos_citation"].endswith("(hit, summary v1)")
     assert "cos_citation" in nodes[0].node.excluded_llm_metadata_keys
+
+
+SITE = "\n\n".join(
+    f"{h}\n\n{make_document(2, topic=t)}"
+    for h, t in (("# Guide", "guide"), ("## Install", "install"), ("### Check", "check"))
+)
+
+
+def test_section_documents_keep_their_page_and_parent_through_the_pipeline(setup, tmp_path):
+    from llama_index.core.schema import NodeRelationship
+
+    from llamaindex_ext import section_documents
+
+    path, collection, fake, transform, pipeline = setup
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "guide.md").write_text(SITE)
+    docs_in = section_documents([site], min_words=0)
+    assert [d.doc_id for d in docs_in] == [
+        "site/guide.md#guide",
+        "site/guide.md#install",
+        "site/guide.md#check",
+    ]
+    check = docs_in[2]
+    assert check.metadata["heading_path"] == "Guide › Install › Check"
+    assert check.metadata["source"].endswith("guide.md#check")
+    assert check.relationships[NodeRelationship.PARENT].node_id == "site/guide.md#install"
+    nodes = pipeline.run(documents=docs_in)
+    summary = next(n for n in nodes if n.node_id == "site/guide.md#check::summary")
+    assert summary.relationships[NodeRelationship.SOURCE].node_id == "site/guide.md#check"
+    assert summary.relationships[NodeRelationship.PARENT].node_id == "site/guide.md#install"
+    assert summary.metadata["page"] == "site/guide.md"
