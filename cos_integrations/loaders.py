@@ -12,9 +12,11 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .sections import (
     MAX_SECTION_WORDS,
@@ -30,10 +32,13 @@ __all__ = [
     "load_paths",
     "load_file",
     "load_sections",
+    "load_site",
     "SUPPORTED",
     "SECTIONED",
     "doc_id_for",
 ]
+
+log = logging.getLogger(__name__)
 
 SUPPORTED = {".txt", ".md", ".markdown", ".html", ".htm", ".pdf"}
 # the file types load_paths(sections=True) splits at their headings
@@ -312,3 +317,18 @@ def load_paths(
             seen_hashes[digest] = str(path)
             docs.extend(found)
     return docs, problems
+
+
+def load_site(paths: list[str | os.PathLike], **options: Any) -> list[SourceDocument]:
+    """Pages as section documents (``load_paths(..., sections=True, **options)``), with
+    each file that cannot be read logged as a warning and left out: what both frameworks'
+    ``section_documents`` build on.
+
+    Example:
+        >>> [d.doc_id for d in load_site(["docs/"])]   # doctest: +SKIP
+        ['docs/guide.md#guide', 'docs/guide.md#install']
+    """
+    found, problems = load_paths(paths, sections=True, **options)
+    for p in problems:
+        log.warning("skipping %s: %s", p.path, p.reason)
+    return found

@@ -19,7 +19,7 @@ from cos_integrations.ingest import (
     summarize_new,
     summary_metadata,
 )
-from cos_integrations.loaders import SourceDocument, load_paths
+from cos_integrations.loaders import SourceDocument, load_site
 from cos_integrations.store import SummaryStore
 
 from .chat_model import as_chat_model
@@ -159,7 +159,7 @@ def section_documents(paths: list[str | Path], **options: Any) -> list[Document]
         >>> docs[0].metadata["source"]                   # doctest: +SKIP
         'docs/guide.md#install'
     """
-    found, problems = load_paths(list(paths), sections=True, **options)
-    for p in problems:
-        log.warning("section_documents: skipping %s: %s", p.path, p.reason)
-    return [Document(page_content=d.text, metadata=d.flat_metadata(), id=d.doc_id) for d in found]
+    return [
+        Document(page_content=d.text, metadata=d.flat_metadata(), id=d.doc_id)
+        for d in load_site(list(paths), **options)
+    ]

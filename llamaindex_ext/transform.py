@@ -29,7 +29,7 @@ from cos_integrations.ingest import (
     summarize_new,
     summary_metadata,
 )
-from cos_integrations.loaders import SourceDocument, load_paths
+from cos_integrations.loaders import SourceDocument, load_site
 from cos_integrations.store import SummaryStore
 from cos_integrations.text import chunk_text
 
@@ -246,11 +246,8 @@ def section_documents(paths: list[str | Path], **options: Any) -> list[Document]
         >>> docs[0].metadata["heading_path"]                                       # doctest: +SKIP
         'The Python Tutorial'
     """
-    found, problems = load_paths(list(paths), sections=True, **options)
-    for p in problems:
-        log.warning("section_documents: skipping %s: %s", p.path, p.reason)
     out = []
-    for d in found:
+    for d in load_site(list(paths), **options):
         meta = d.flat_metadata()
         parent = meta.get("parent")
         rel = {NodeRelationship.PARENT: RelatedNodeInfo(node_id=parent)} if parent else {}
