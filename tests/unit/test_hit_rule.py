@@ -148,3 +148,36 @@ def test_legacy_keywords_still_work_with_a_warning(filled):
 def test_default_threshold_is_the_rules_fallback(filled):
     index, _ = filled
     assert FallbackRetriever(index).threshold == index.threshold == DEFAULT_THRESHOLD
+
+
+def test_each_step_of_aretrieve_on_its_own(filled):
+    """route -> build the hit context -> judge: each step decides its part of a Decision."""
+    from cos_integrations.retrieval import Decision
+
+    index, model = filled
+    q = "What is the garden item 1?"
+    emb = index.embedder.embed_query(q)
+    cands = index.search_summaries(q, 2, embedding=emb)
+    ret = FallbackRetriever(index, llm=model, rule=HitRule(judge="llm", threshold=0.0))
+    rule = ret.rule
+    # route: over the threshold, and the top chunk agrees on the document
+    routed = asyncio.run(ret._route(q, cands, emb, 2, rule))
+    assert routed.reason == "" and routed.checks["routed"] is True
+    assert routed.top and routed.top[0].doc_id == cands[0].doc_id
+    # under the threshold: a miss before any search
+    high = FallbackRetriever(index, llm=model, rule=HitRule(judge="llm", threshold=0.999))
+    under = asyncio.run(high._route(q, cands, emb, 2, high.rule))
+    assert under.reason.startswith("best similarity") and under.top is None
+    # the hit context: focused sentences of the best summary and its chunk
+    asyncio.run(ret._build_context(q, routed, cands, emb, rule))
+    assert routed.context and all(h.metadata.get("cos_focused") for h in routed.context)
+    assert [h.kind for h in routed.full] == ["summary", "chunk"] and not routed.hit
+    # the judge: the model's answer and the rule's checks decide
+    asyncio.run(ret._judge(q, routed, emb, model, rule))
+    assert routed.hit and routed.judge_answer == "value 1b" and routed.checks["supported"]
+    # a similarity-only rule: the context decides, no model call
+    before = len(model.calls)
+    scored = Decision()
+    asyncio.run(ret._build_context(q, scored, cands, emb, HitRule(threshold=0.0)))
+    assert scored.hit and scored.context == [c for c in cands if c.score >= 0.0]
+    assert len(model.calls) == before
