@@ -135,6 +135,13 @@ class Evaluation:
     scores: list[QuestionScore]
     train: float | None
     val: float | None
+    # the model's reply when it could not be parsed (then there are no scores)
+    raw_output: str | None = None
+
+    @property
+    def parsed(self) -> bool:
+        """Whether the model's answers could be read (else ``raw_output`` holds its reply)."""
+        return self.raw_output is None
 
     def answered(self, question: str) -> bool:
         return any(s.answered for s in self.scores if s.question == question)
@@ -506,10 +513,11 @@ class ChainOfSummaries:
         cfg = self.config
         return cfg.context_tokens - cfg.max_output_tokens - PROMPT_OVERHEAD_TOKENS
 
-    async def evaluate(self, summary: str, bank: list[QAPair], run: ModelRun) -> Evaluation | str:
+    async def evaluate(self, summary: str, bank: list[QAPair], run: ModelRun) -> Evaluation:
         """Answer every question of ``bank`` from ``summary`` in one call and score the
-        answers (SQuAD F1 against each question's answers); the raw output when the reply
-        cannot be parsed after ``parse_retries`` more tries."""
+        answers (SQuAD F1 against each question's answers); when the reply cannot be parsed
+        after ``parse_retries`` more tries, an evaluation with no scores whose
+        ``raw_output`` holds it (``parsed`` is False)."""
         questions = [q.question for q in bank]
         raw = ""
         for _ in range(self.config.parse_retries + 1):
@@ -540,7 +548,7 @@ class ChainOfSummaries:
                 train=_mean([s.f1 for s in scores if s.split == "train"]),
                 val=_mean([s.f1 for s in scores if s.split == "val"]),
             )
-        return raw
+        return Evaluation(scores=[], train=None, val=None, raw_output=raw)
 
     def rewrite_prompt(
         self,
@@ -613,9 +621,9 @@ class ChainOfSummaries:
             result.stop_reason = "no questions"
             return result
         ev = await self.evaluate(thesis, bank, run)
-        if isinstance(ev, str):
+        if not ev.parsed:
             run.warn("could not parse the answers to the first summary; returning it unscored")
-            first.failed, first.raw_output = True, ev
+            first.failed, first.raw_output = True, ev.raw_output
             result.stop_reason = "unparseable evaluation"
             return result
         _record(first, ev)
@@ -676,9 +684,9 @@ class ChainOfSummaries:
                 stale += 1
                 continue
             ev = await self.evaluate(new, bank, run)
-            if isinstance(ev, str):
+            if not ev.parsed:
                 run.warn(f"round {index}: unparseable answers; the rewrite is not used")
-                record.failed, record.raw_output, record.accepted = True, ev, False
+                record.failed, record.raw_output, record.accepted = True, ev.raw_output, False
                 stale += 1
                 continue
             _record(record, ev)

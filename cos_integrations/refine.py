@@ -278,7 +278,7 @@ class Refiner:
         bank = [pair, *[q for q in store.questions(job.doc_id) if q.key != pair.key]]
         # 3. Evaluate current, rewrite, evaluate the rewrite.
         before = await engine.evaluate(current.text, bank, run)
-        if isinstance(before, str):
+        if not before.parsed:
             raise ParseError("unparseable answers for the current summary")
         taught: tuple[str, Evaluation] | None = None
         if self.teach in ("extract", "both"):
@@ -372,7 +372,7 @@ class Refiner:
         new_text, _ = await engine.rewrite(msgs, summary, run, draft=draft)
         if new_text:
             after = await engine.evaluate(new_text, bank, run)
-            if isinstance(after, str):
+            if not after.parsed:
                 raise ParseError("unparseable answers for the rewritten summary")
             got = next((sc.answer for sc in after.scores if sc.question == job.query), None)
             log.info(
@@ -392,7 +392,7 @@ class Refiner:
         if fact and is_grounded(fact, source):
             candidate = f"{summary.rstrip()} {fact}"
             ev = await engine.evaluate(candidate, bank, run)
-            if not isinstance(ev, str) and ev.answered(job.query):
+            if ev.parsed and ev.answered(job.query):
                 log.info("refine %s: appended %r", job.doc_id, fact)
                 return candidate, ev
         return None
@@ -415,7 +415,7 @@ class Refiner:
             return None
         candidate = f"{summary.rstrip()} {sentence.strip()}"
         ev = await self.engine.evaluate(candidate, bank, run)
-        if isinstance(ev, str):
+        if not ev.parsed:
             raise ParseError("unparseable answers for the summary with the source's sentence")
         if not ev.answered(query):
             return None
