@@ -11,6 +11,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .config import CoSConfig
 from .defaults import DEFAULT_DEEPEN_STRATEGY, DeepenStrategy
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Room for instructions, the current summary and the questions in a prompt that carries the
 # source: what is left of the context window for the source itself is
@@ -115,6 +117,30 @@ class ModelRun:
         self.usage.add(result.usage)
         self.by_task.setdefault(task, Usage()).add(result.usage)
         return result.text or ""
+
+    async def call_until(
+        self,
+        messages: list[dict[str, str]],
+        parse: Callable[[str], T],
+        **call: Any,
+    ) -> tuple[T | None, str]:
+        """The one retry policy for a reply that does not parse: ask again, up to
+        ``parse_retries`` more times, until ``parse(reply)`` gives a value (a
+        :class:`ParseError` or an empty value is a failed try). Returns ``(value, reply)``,
+        ``value`` ``None`` when no try parsed. (Transport errors are retried below, in the
+        model client.)"""
+        raw = ""
+        for attempt in range(self.config.parse_retries + 1):
+            raw = await self.call(messages, **call)
+            try:
+                value = parse(raw)
+            except ParseError:
+                value = None
+            if value:
+                return value, raw
+            if attempt < self.config.parse_retries:
+                log.debug("document %s: unparseable reply, asking again", self.doc_id)
+        return None, raw
 
     def warn(self, message: str) -> None:
         where = f"document {self.doc_id}: " if self.doc_id else ""
@@ -366,20 +392,16 @@ class ChainOfSummaries:
     async def _mini(self, text: str, run: ModelRun) -> CoSResult:
         cfg = self.config
         msgs = mini_messages(text, words=cfg.max_summary_words, questions=cfg.mini_questions)
-        raw = ""
-        for _ in range(cfg.parse_retries + 1):
-            raw = await run.call(msgs, task="mini")
-            summary = parse_mini(raw)
-            if summary:
-                it = IterationRecord(index=0, kind="mini", summary=summary)
-                return CoSResult(
-                    strategy="mini",
-                    summary=summary,
-                    best_iteration=0,
-                    iterations=[it],
-                    stop_reason="single call",
-                )
-        raise CoSOutputError("mini-CoS returned no summary", raw_output=raw, doc_id=run.doc_id)
+        summary, raw = await run.call_until(msgs, parse_mini, task="mini")
+        if not summary:
+            raise CoSOutputError("mini-CoS returned no summary", raw_output=raw, doc_id=run.doc_id)
+        return CoSResult(
+            strategy="mini",
+            summary=summary,
+            best_iteration=0,
+            iterations=[IterationRecord(index=0, kind="mini", summary=summary)],
+            stop_reason="single call",
+        )
 
     async def _density(self, text: str, run: ModelRun) -> CoSResult:
         cfg = self.config
@@ -421,16 +443,18 @@ class ChainOfSummaries:
         )
 
     async def _thesis(self, text: str, run: ModelRun) -> str:
-        raw = ""
         msgs = thesis_messages(text, words=self.config.max_summary_words)
-        for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(msgs, max_tokens=_summary_tokens(self.config), task="thesis")
-            summary = complete_sentences(parse_summary(raw))
-            if summary:
-                return await self._facts_not_description(msgs, raw, summary, run)
-        raise CoSOutputError(
-            "the model returned an empty summary", raw_output=raw, doc_id=run.doc_id
+        summary, raw = await run.call_until(
+            msgs,
+            lambda reply: complete_sentences(parse_summary(reply)),
+            max_tokens=_summary_tokens(self.config),
+            task="thesis",
         )
+        if not summary:
+            raise CoSOutputError(
+                "the model returned an empty summary", raw_output=raw, doc_id=run.doc_id
+            )
+        return await self._facts_not_description(msgs, raw, summary, run)
 
     async def _facts_not_description(
         self, msgs: list[dict[str, str]], raw: str, summary: str, run: ModelRun
@@ -519,36 +543,33 @@ class ChainOfSummaries:
         after ``parse_retries`` more tries, an evaluation with no scores whose
         ``raw_output`` holds it (``parsed`` is False)."""
         questions = [q.question for q in bank]
-        raw = ""
-        for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(
-                answer_messages(summary, questions),
-                json_schema=ANSWERS_SCHEMA,
-                max_tokens=min(self.config.max_output_tokens, 32 * len(questions) + 48),
-                task="answers",
-            )
-            try:
-                answers = parse_answers(raw, len(questions))
-            except ParseError:
-                continue
-            scores = []
-            for q, a in zip(bank, answers, strict=True):
-                f1 = squad_f1(a or "", q.answers)
-                scores.append(
-                    QuestionScore(
-                        question=q.question,
-                        split=q.split,
-                        answer=a,
-                        f1=f1,
-                        answered=f1 >= self.config.f1_threshold,
-                    )
+        parsed, raw = await run.call_until(
+            answer_messages(summary, questions),
+            # a one-element tuple: an empty list of answers is still a parsed reply
+            lambda reply: (parse_answers(reply, len(questions)),),
+            json_schema=ANSWERS_SCHEMA,
+            max_tokens=min(self.config.max_output_tokens, 32 * len(questions) + 48),
+            task="answers",
+        )
+        if parsed is None:
+            return Evaluation(scores=[], train=None, val=None, raw_output=raw)
+        scores = []
+        for q, a in zip(bank, parsed[0], strict=True):
+            f1 = squad_f1(a or "", q.answers)
+            scores.append(
+                QuestionScore(
+                    question=q.question,
+                    split=q.split,
+                    answer=a,
+                    f1=f1,
+                    answered=f1 >= self.config.f1_threshold,
                 )
-            return Evaluation(
-                scores=scores,
-                train=_mean([s.f1 for s in scores if s.split == "train"]),
-                val=_mean([s.f1 for s in scores if s.split == "val"]),
             )
-        return Evaluation(scores=[], train=None, val=None, raw_output=raw)
+        return Evaluation(
+            scores=scores,
+            train=_mean([s.f1 for s in scores if s.split == "train"]),
+            val=_mean([s.f1 for s in scores if s.split == "val"]),
+        )
 
     def rewrite_prompt(
         self,
@@ -578,19 +599,14 @@ class ChainOfSummaries:
         and append the new sentences to ``current`` (a reply that re-wrote the whole
         summary replaces it). Returns ``(summary, raw reply)``; the summary is empty when
         no reply parsed."""
-        cfg = self.config
-        raw = ""
-        for _ in range(cfg.parse_retries + 1):
+        new, raw = await run.call_until(
+            messages,
+            lambda reply: complete_sentences(parse_summary(reply, draft=draft)),
             # drafts need room for the thinking steps before the summary
-            raw = await run.call(
-                messages,
-                max_tokens=None if draft else _rewrite_tokens(cfg, current, self),
-                task="rewrite",
-            )
-            new = complete_sentences(parse_summary(raw, draft=draft))
-            if new:
-                return _keep_or_append(current, new), raw
-        return "", raw
+            max_tokens=None if draft else _rewrite_tokens(self.config, current, self),
+            task="rewrite",
+        )
+        return (_keep_or_append(current, new), raw) if new else ("", raw)
 
     async def _refine(
         self,
@@ -776,16 +792,13 @@ class ChainOfSummaries:
         return result
 
     async def _merge(self, summaries: list[str], run: ModelRun) -> str:
-        raw = ""
         msgs = merge_messages(summaries, words=self.config.max_summary_words)
-        for _ in range(self.config.parse_retries + 1):
-            raw = await run.call(msgs, task="merge")
-            merged = parse_summary(raw)
-            if merged:
-                return await self._facts_not_description(msgs, raw, merged, run)
-        raise CoSOutputError(
-            "merging section summaries returned nothing", raw_output=raw, doc_id=run.doc_id
-        )
+        merged, raw = await run.call_until(msgs, parse_summary, task="merge")
+        if not merged:
+            raise CoSOutputError(
+                "merging section summaries returned nothing", raw_output=raw, doc_id=run.doc_id
+            )
+        return await self._facts_not_description(msgs, raw, merged, run)
 
 
 def _summary_tokens(cfg: CoSConfig) -> int:

@@ -501,3 +501,34 @@ def test_extract_answers_adds_only_what_the_source_states():
     assert extract_answers(src, have, again) == ""
     wrong = [QAPair(question="What is the deposit?", answers=["three weeks"])]
     assert extract_answers(src, have, wrong) == ""
+
+
+def test_call_until_is_the_one_parse_retry_policy():
+    """A reply that does not parse is asked again up to parse_retries more times; the value
+    of the first that parses is returned with its reply, else None with the last reply."""
+    from cos_integrations.engine import ModelRun
+    from cos_integrations.model import ChatResult
+    from cos_integrations.questions import ParseError
+    from cos_integrations.usage import Usage
+
+    class Replies:
+        def __init__(self, *texts):
+            self.texts, self.calls = list(texts), 0
+
+        async def chat(self, messages, **kw):
+            self.calls += 1
+            return ChatResult(self.texts.pop(0), Usage(calls=1))
+
+    def parse(reply):
+        if reply == "bad":
+            raise ParseError("no")
+        return reply.strip()
+
+    msgs = [{"role": "user", "content": "x"}]
+    llm = Replies("bad", "  ", "ok")
+    run = ModelRun(llm, CoSConfig(parse_retries=2), "d")
+    assert asyncio.run(run.call_until(msgs, parse)) == ("ok", "ok")
+    assert llm.calls == 3 and run.usage.calls == 3
+    llm = Replies("bad", "bad", "ok")
+    run = ModelRun(llm, CoSConfig(parse_retries=1), "d")
+    assert asyncio.run(run.call_until(msgs, parse)) == (None, "bad") and llm.calls == 2
