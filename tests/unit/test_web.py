@@ -351,3 +351,27 @@ def test_loopback_app_refuses_foreign_host_headers(filled):
     )
     assert c.get("/").status_code == 200
     assert c.get("/", headers={"Host": "evil.example:8765"}).status_code == 400
+
+
+def test_a_section_document_page_cites_its_source_with_the_anchor(index):
+    model = ScriptedFakeModel(thesis_facts=2)
+    docs = [
+        SourceDocument(
+            doc_id="site/guide.html#install",
+            text=make_document(4, topic="install"),
+            source="https://docs.example/guide.html#install",
+            title="Guide › Install",
+        ),
+        SourceDocument(
+            doc_id="site/local.md#setup",
+            text=make_document(4, topic="setup"),
+            source="/srv/site/local.md#setup",
+            title="Local › Setup",
+        ),
+    ]
+    asyncio.run(index.aingest(docs, ChainOfSummaries(model, CoSConfig.fast(iterations=0))))
+    c = client(index)
+    html = page(c, "/doc/site%2Fguide.html%23install")
+    assert 'cited as <a href="https://docs.example/guide.html#install"' in html
+    local = page(c, "/doc/site%2Flocal.md%23setup")
+    assert "cited as /srv/site/local.md#setup" in local and '<a href="/srv' not in local
