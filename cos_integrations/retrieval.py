@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -173,7 +174,12 @@ class RetrievalResult:
 
     @property
     def not_covered(self) -> bool:
-        """The name before 0.2 of :attr:`not_in_source`."""
+        """The name before 0.2 of :attr:`not_in_source` (goes in 0.3)."""
+        warnings.warn(
+            "not_covered is the name before 0.2 of not_in_source; it goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.not_in_source
 
     @property

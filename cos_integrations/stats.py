@@ -7,6 +7,7 @@ from the summary instead of the full document saves ``source - summary`` tokens.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 from .store import SummaryStore
@@ -42,7 +43,12 @@ class Stats:
 
     @property
     def not_covered(self) -> int:
-        """The name before 0.2 of :attr:`not_in_source`."""
+        """The name before 0.2 of :attr:`not_in_source` (goes in 0.3)."""
+        warnings.warn(
+            "not_covered is the name before 0.2 of not_in_source; it goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.not_in_source
 
     @property

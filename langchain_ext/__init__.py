@@ -6,10 +6,10 @@ Example:
 Names: ``CoS*`` are CoS for LangChain (a transformer, a retriever, a chat model over the
 core's model, local embeddings); ``Core*`` are LangChain objects for the core
 (``CoreChatModel`` wraps a ``BaseChatModel``, ``CoreEmbedder`` an ``Embeddings``).
-``LangChainChatModel`` is the old name of ``CoreChatModel``.
+``LangChainChatModel`` is the old name of ``CoreChatModel`` (a warning; it goes in 0.3).
 """
 
-from .chat_model import CoreChatModel, CoSChatModel, LangChainChatModel, as_chat_model
+from .chat_model import CoreChatModel, CoSChatModel, as_chat_model
 from .embeddings import CoreEmbedder, CoSLocalEmbeddings, as_embedder
 from .retriever import CoSFallbackRetriever
 from .transformer import CoSDocumentTransformer, document_id, section_documents
@@ -27,3 +27,10 @@ __all__ = [
     "document_id",
     "section_documents",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The names before 0.2, with a warning (see :mod:`langchain_ext.chat_model`)."""
+    from . import chat_model
+
+    return getattr(chat_model, name)

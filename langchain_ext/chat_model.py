@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from cos_integrations.model import ChatResult
 from cos_integrations.usage import Usage
 
-__all__ = ["CoSChatModel", "CoreChatModel", "LangChainChatModel", "as_chat_model"]
+__all__ = ["CoSChatModel", "CoreChatModel", "as_chat_model"]
 
 
 def _to_lc(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:
@@ -124,5 +124,16 @@ class CoSChatModel(BaseChatModel):
         )
 
 
-# the name before 0.2: kept so existing code runs; the same class
-LangChainChatModel = CoreChatModel
+def __getattr__(name: str) -> Any:
+    """``LangChainChatModel``, the name before 0.2 of :class:`CoreChatModel`, with a
+    warning (goes in 0.3)."""
+    if name == "LangChainChatModel":
+        import warnings
+
+        warnings.warn(
+            "LangChainChatModel is the name before 0.2 of CoreChatModel; it goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return CoreChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -116,6 +117,12 @@ class CoSFallbackRetriever(BaseRetriever):
     _core_spec: tuple = PrivateAttr(default=())
 
     def __init__(self, *, llm: Any = None, embeddings: Any = None, **data: Any) -> None:
+        if "index_path" in data:
+            warnings.warn(
+                "index_path= is the name before 0.2 of persist_dir=; it goes in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         legacy = {k: data[k] for k in _LEGACY if data.get(k) is not None}
         apply_legacy(None, legacy, where="CoSFallbackRetriever", base=HitRule())  # warns
         super().__init__(**data)
@@ -140,7 +147,12 @@ class CoSFallbackRetriever(BaseRetriever):
 
     @property
     def index_path(self) -> str:
-        """The old name of :attr:`persist_dir`."""
+        """The old name of :attr:`persist_dir` (before 0.2; goes in 0.3)."""
+        warnings.warn(
+            "index_path is the name before 0.2 of persist_dir; it goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.persist_dir
 
     @property

@@ -5,11 +5,12 @@ Example:
 
 Names: ``CoS*`` are CoS for LlamaIndex (a transform, a retriever, an embedding);
 ``Core*`` are LlamaIndex objects for the core (``CoreChatModel`` wraps an ``LLM``,
-``CoreEmbedder`` an embed model). ``CoSLLM`` is the old name of ``CoreChatModel``.
+``CoreEmbedder`` an embed model). ``CoSLLM`` is the old name of ``CoreChatModel`` (a
+warning; it goes in 0.3).
 """
 
 from .embeddings import CoreEmbedder, CoSLocalEmbedding, as_embedder
-from .llm import CoreChatModel, CoSLLM, as_chat_model
+from .llm import CoreChatModel, as_chat_model
 from .retriever import CoSCacheMissEvent, CoSExpandToSourcePostprocessor, CoSFallbackRetriever
 from .transform import CoSSummaryTransform, CoSTransformError, section_documents
 
@@ -27,3 +28,10 @@ __all__ = [
     "as_embedder",
     "section_documents",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The names before 0.2, with a warning (see :mod:`llamaindex_ext.llm`)."""
+    from . import llm
+
+    return getattr(llm, name)

@@ -11,7 +11,7 @@ from llama_index.core.llms import LLM
 from cos_integrations.model import ChatResult
 from cos_integrations.usage import Usage
 
-__all__ = ["CoreChatModel", "CoSLLM", "as_chat_model"]
+__all__ = ["CoreChatModel", "as_chat_model"]
 
 _ROLES = {"system": MessageRole.SYSTEM, "assistant": MessageRole.ASSISTANT}
 
@@ -78,5 +78,16 @@ def as_chat_model(llm: Any):
     raise TypeError(f"expected a LlamaIndex LLM or a ChatModel, got {type(llm).__name__}")
 
 
-# the name before 0.2: kept so existing code runs; the same class
-CoSLLM = CoreChatModel
+def __getattr__(name: str) -> Any:
+    """``CoSLLM``, the name before 0.2 of :class:`CoreChatModel`, with a warning (goes in
+    0.3)."""
+    if name == "CoSLLM":
+        import warnings
+
+        warnings.warn(
+            "CoSLLM is the name before 0.2 of CoreChatModel; it goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return CoreChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,9 +42,10 @@ def test_all_exports():
         "document_id",
         "section_documents",
     ]
-    for name in langchain_ext.__all__:
+    for name in set(langchain_ext.__all__) - {"LangChainChatModel"}:  # warns: below
         assert getattr(langchain_ext, name).__doc__
-    assert langchain_ext.LangChainChatModel is langchain_ext.CoreChatModel  # the old name
+    with pytest.warns(DeprecationWarning, match="goes in 0.3"):
+        assert langchain_ext.LangChainChatModel is langchain_ext.CoreChatModel  # the old name
 
 
 async def test_transformer_async_caches_and_links_sources(tmp_path):
@@ -197,7 +198,7 @@ def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
             starts.append(parent_run_id)
 
     judged = CoSFallbackRetriever.from_persist_dir(
-        retriever.index_path,
+        retriever.persist_dir,
         llm=langchain_fake(),
         embeddings=DeterministicFakeEmbedding(size=64),
         k=4,
@@ -238,7 +239,7 @@ def test_judge_llm_requires_a_model(tmp_path):
 def test_the_fields_before_hit_rule_still_work_with_a_warning(retriever):
     with pytest.warns(DeprecationWarning, match="CoSFallbackRetriever"):
         old = CoSFallbackRetriever.from_persist_dir(
-            retriever.index_path, embeddings=DeterministicFakeEmbedding(size=64), threshold=1.01
+            retriever.persist_dir, embeddings=DeterministicFakeEmbedding(size=64), threshold=1.01
         )
     assert old.hit_rule.threshold == 1.01
     assert old.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is False
@@ -272,15 +273,17 @@ def test_hit_rule_options_reach_the_core(tmp_path):
     assert [d.metadata["cos_kind"] for d in out] == ["summary", "chunk"]
     assert all(d.metadata["cos_hit"] and d.metadata["doc_id"] == "garden" for d in out)
     with pytest.raises(ValueError):
-        CoSFallbackRetriever(index_path=str(tmp_path / "ix"), rule=HitRule(hit_context="all"))
+        CoSFallbackRetriever(persist_dir=str(tmp_path / "ix"), rule=HitRule(hit_context="all"))
 
 
 def test_the_index_directory_is_persist_dir_in_both_frameworks(tmp_path):
     """One name for the index directory (LlamaIndex's persist_dir); the old index_path still
     works, for code written before."""
     new = CoSFallbackRetriever(persist_dir=str(tmp_path / "a"))
-    old = CoSFallbackRetriever(index_path=str(tmp_path / "b"))
-    assert new.persist_dir.endswith("a") and new.index_path == new.persist_dir
+    with pytest.warns(DeprecationWarning, match="persist_dir"):
+        old = CoSFallbackRetriever(index_path=str(tmp_path / "b"))
+    with pytest.warns(DeprecationWarning, match="persist_dir"):
+        assert new.persist_dir.endswith("a") and new.index_path == new.persist_dir
     assert old.persist_dir.endswith("b")
     assert CoSFallbackRetriever.from_persist_dir(tmp_path / "c").persist_dir.endswith("c")
 

@@ -38,7 +38,7 @@ class TestCoSFallbackRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict:
-        return {"index_path": _index_dir(), "k": 2, "rule": HitRule(threshold=0.0)}
+        return {"persist_dir": _index_dir(), "k": 2, "rule": HitRule(threshold=0.0)}
 
     @property
     def retriever_query_example(self) -> str:
