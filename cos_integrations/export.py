@@ -8,8 +8,8 @@ was written: every field is one line, a link title never holds ``]`` (it is writ
 parenthesis (percent-encoded), so no document can inject a link, a heading or a list
 item. :func:`parse_llms_txt` reads the same grammar without that package. Entries are
 grouped by page: the sections of one page under its title; :func:`collect_entries`
-builds them from an index, in document order, so a re-export after a re-ingest changes
-only the entries whose sources changed.
+builds them from an index, in document-id order, so a re-export after a re-ingest
+changes only the entries whose sources changed.
 
 Example:
     >>> entries = [Entry("Lease", "https://x.example/lease", "Rent is due on the 5th.", "Docs")]
@@ -163,9 +163,10 @@ def page_summary(summaries: list[str], *, max_words: int = 120) -> str:
 
 
 def collect_entries(index: CoSIndex, *, base_url: str | None = None) -> list[Entry]:
-    """One entry per current summary of ``index`` (retired documents left out), in document
-    order: a page's sections (``PAGE#anchor``) under the page's title, with the heading
-    path below it as the entry's title; other documents under their top folder.
+    """One entry per current summary of ``index`` (retired documents left out), in
+    document-id order (stable across re-exports; a page's sections by anchor): a page's
+    sections (``PAGE#anchor``) under the page's title, with the heading path below it as
+    the entry's title; other documents under their top folder.
     ``base_url`` prefixes the document id (else the link is the source path)."""
     entries = []
     for doc in index.store.documents():

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,13 +44,10 @@ QUESTIONS = [
 async def main(index_dir: Path, pages: list[str] | None) -> None:
     if not TUTORIAL.is_dir():
         raise SystemExit(f"{TUTORIAL} not found: apt-get install python3-doc")
-    site = TUTORIAL
-    if pages:  # a subset of the pages, copied so their ids stay tutorial/PAGE.html
-        site = Path(tempfile.mkdtemp()) / "tutorial"
-        site.mkdir()
-        for name in pages:
-            shutil.copy(TUTORIAL / f"{name}.html", site)
-    docs, problems = load_paths([site], sections=True)
+    # the whole folder (ids tutorial/PAGE.html#anchor), or the pages named (PAGE.html#anchor);
+    # either way a citation names the installed page and its section
+    chosen = [TUTORIAL / f"{name}.html" for name in pages] if pages else [TUTORIAL]
+    docs, problems = load_paths(chosen, sections=True)
     for p in problems:
         print(f"skipped {p.path}: {p.reason}")
     n_pages = len({d.metadata["page"] for d in docs})
