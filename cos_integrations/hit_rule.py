@@ -54,11 +54,8 @@ from .defaults import (
 from .metrics import is_unanswered, normalize_answer
 from .text import split_sentences
 
-__all__ = [
-    "HitRule",
-    "Judge",
-    "HIT_RULE_FIELDS",
-    "apply_legacy",
+# the answer checks (they lived in metrics.py until 0.1, which still lends their names)
+EVIDENCE: tuple[str, ...] = (
     "is_grounded",
     "echoes_question",
     "is_supported",
@@ -67,7 +64,8 @@ __all__ = [
     "key_overlap",
     "focus_sentences",
     "SUPPORT_OVERLAP",
-]
+)
+__all__ = ["HitRule", "Judge", "HIT_RULE_FIELDS", "EVIDENCE", "apply_legacy", *EVIDENCE]
 
 
 class HitRule(BaseModel):

@@ -24,23 +24,14 @@ __all__ = [
     "is_unanswered",
 ]
 
-# the hit rule's evidence checks lived here until 0.1; they moved to hit_rule.py
-_MOVED = (
-    "is_grounded",
-    "echoes_question",
-    "is_supported",
-    "supporting_sentence",
-    "question_keys",
-    "key_overlap",
-    "focus_sentences",
-    "SUPPORT_OVERLAP",
-)
-
 
 def __getattr__(name: str) -> object:
-    """The moved names, with a warning, for one release (removed in 0.3)."""
-    if name in _MOVED:
-        import importlib
+    """The hit rule's evidence checks, which lived here until 0.1 and moved to
+    ``hit_rule.py`` (``hit_rule.EVIDENCE``), with a warning, for one release (gone in 0.3)."""
+    import importlib
+
+    hit_rule = importlib.import_module(".hit_rule", __package__)
+    if name in hit_rule.EVIDENCE:
         import warnings
 
         warnings.warn(
@@ -49,7 +40,7 @@ def __getattr__(name: str) -> object:
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(".hit_rule", __package__), name)
+        return getattr(hit_rule, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
