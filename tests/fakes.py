@@ -73,6 +73,13 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "merge"
     if last.startswith("Rewrite this question in other words"):
         return "paraphrase"
+    # the peers' own summary prompts (cos eval --methods doc-summary,raptor,multi-vector):
+    # LlamaIndex's tree_summarize (DocumentSummaryIndex's query, the RAPTOR pack's prompt)
+    # and LangChain's documentation's MultiVectorRetriever chain
+    if "Context information from multiple sources is below" in last or last.startswith(
+        "Summarize the following document:"
+    ):
+        return "peer_summary"
     return "unknown"
 
 
@@ -139,6 +146,12 @@ class ScriptedFakeModel:
     def _thesis(self, messages) -> str:
         fs = list(facts(self._doc(messages)).items())[: self.thesis_facts]
         return " ".join(f"The {k} is {v}." for k, v in fs)
+
+    def _peer_summary(self, messages) -> str:
+        # the first facts of whatever text the framework put in its prompt
+        text = "\n".join(m["content"] for m in messages)
+        fs = list(facts(text).items())[: self.thesis_facts]
+        return " ".join(f"The {k} is {v}." for k, v in fs) or "Nothing to summarise."
 
     def _restate(self, messages) -> str:
         return self._thesis(messages)  # the facts, from the document that opens the chat

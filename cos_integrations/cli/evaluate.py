@@ -42,9 +42,14 @@ def eval_command(
     data: Annotated[Path, typer.Option("--data", help="JSONL: doc_id, title, text, qas.")],
     out: Annotated[Path, typer.Option("--out", help="Results JSON.")] = Path("results.json"),
     limit: Annotated[int | None, typer.Option(help="First N documents.")] = None,
-    methods: Annotated[str, typer.Option(help="Comma-separated methods.")] = (
-        "cos,zero-shot,density,reference,content"
-    ),
+    methods: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated methods. Retrieval: fallback, rag, rag-focused, rag-ordered, "
+            "rag-contextual, right-doc; peers (the 'peers' extra): doc-summary, raptor, "
+            "multi-vector, parent-doc."
+        ),
+    ] = ("cos,zero-shot,density,reference,content"),
     train_questions: Annotated[int, typer.Option(help="Synthetic refinement questions.")] = 10,
     val_questions: Annotated[int, typer.Option(help="Synthetic validation questions.")] = 5,
     iterations: Annotated[int, typer.Option(help="CoS iterations (i).")] = 10,
@@ -143,6 +148,7 @@ def eval_command(
         run_eval,
     )
     from ..research.evaluation import plot as draw
+    from ..research.peers import PeerUnavailable
     from ..runtime import describe_choice, open_model
 
     setup_logging(verbose)
@@ -236,7 +242,7 @@ def eval_command(
                         oracle=oracle,
                     )
                 )
-            except ValueError as exc:
+            except (ValueError, PeerUnavailable) as exc:
                 err.print(f"[red]error:[/] {escape(str(exc))}")
                 raise typer.Exit(2) from exc
     table = Table(

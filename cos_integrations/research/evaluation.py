@@ -35,6 +35,7 @@ from ..questions import ParseError, parse_answers
 from ..result import IterationRecord
 from ..text import estimate_tokens
 from ..usage import Usage
+from .peers import PEERS, PeerDoc, PeerSetup, PeerUnavailable, load_peer
 from .reference import reference_summarize
 
 __all__ = [
@@ -64,10 +65,6 @@ METHODS = (
     "mini",
     "reference",
     "content",
-    "fallback",
-    "rag",
-    "rag-focused",
-    "right-doc",
 )
 log = logging.getLogger(__name__)
 SUMMARY_METHODS = {
@@ -301,7 +298,16 @@ def repeat_stats(before: list[dict[str, Any]], again: list[dict[str, Any]]) -> d
     return out
 
 
-RETRIEVAL_METHODS = ("fallback", "rag", "rag-focused", "right-doc")
+RETRIEVAL_METHODS = (
+    "fallback",
+    "rag",
+    "rag-focused",
+    "rag-ordered",
+    "rag-contextual",
+    "right-doc",
+    *PEERS,
+)
+METHODS += RETRIEVAL_METHODS
 # what a hit's answer is compared with under ``hit_ablation``
 ABLATIONS = ("summary", "chunk", "whole-chunk")
 
@@ -314,6 +320,67 @@ def is_retrieval(method: str) -> bool:
 def _digest(obj: Any) -> str:
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:10]
+
+
+class AnswerCache:
+    """The one answer call every retrieval method shares (:func:`ask`: the same prompt over
+    the items it retrieved), kept by its exact prompt: the same prompt (model, question,
+    context) is asked once, so a fallback miss that retrieved rag's chunks reuses rag's
+    call, and so does a later run with the same ``path`` (JSONL); each method is still
+    charged the call's usage.
+
+    Example:
+        >>> answers = AnswerCache(llm, "qwen", Path("answers.jsonl"))   # doctest: +SKIP
+        >>> text, usage = await answers(qa, hits)                      # doctest: +SKIP
+    """
+
+    def __init__(self, llm: ChatModel, model_name: str, path: Path | None = None) -> None:
+        self.llm = llm
+        self.model_name = model_name
+        self.path = path
+        self.memo: dict[str, tuple[str | None, Usage]] = {}
+        if path and path.is_file():
+            for line in path.read_text().splitlines():
+                entry = json.loads(line)
+                self.memo[entry["key"]] = (entry["answer"], Usage.model_validate(entry["usage"]))
+
+    async def __call__(self, q: EvalQA, items: list) -> tuple[str | None, Usage]:
+        from ..retrieval import ask
+
+        key = _digest([self.model_name, q.question, [(h.id, h.text) for h in items]])
+        if key not in self.memo:
+            self.memo[key] = await ask(self.llm, q.question, items)
+            if self.path:
+                entry = {"key": key, "answer": self.memo[key][0]}
+                entry["usage"] = self.memo[key][1].model_dump()
+                with self.path.open("a") as fh:
+                    fh.write(json.dumps(entry) + "\n")
+        return self.memo[key]
+
+
+def _usage_fields(usage: Usage) -> dict[str, int]:
+    return {
+        "calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "cached_tokens": usage.cached_tokens,
+    }
+
+
+def _mark(rows: list[dict[str, Any]], doc_id: str) -> list[dict[str, Any]]:
+    """Whether each question's context held its own document (``right_doc``), and, for a
+    hit, whether the hit was on another document (``wrong_doc_hit``)."""
+    for r in rows:
+        if "docs" in r:
+            r["right_doc"] = doc_id in r["docs"]
+        if r.get("hit"):
+            r["wrong_doc_hit"] = r.get("best_doc") != doc_id
+    return rows
+
+
+def _chunk_position(hit: Any) -> tuple[str, int]:
+    # chunk ids are DOC::chunk::N
+    doc, _, n = hit.id.rpartition("::chunk::")
+    return (doc, int(n)) if n.isdigit() else (hit.doc_id, 0)
 
 
 def _row(q: EvalQA, answer: str | None, **extra: Any) -> dict[str, Any]:
@@ -363,7 +430,7 @@ async def _retrieval(
     from ..embeddings import LocalEmbedder
     from ..index import CoSIndex
     from ..refine import Refiner
-    from ..retrieval import FallbackRetriever, ask, focus_items
+    from ..retrieval import FallbackRetriever, focus_items
 
     index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=config)
     for doc in docs:
@@ -395,34 +462,24 @@ async def _retrieval(
         rule=options.rule,
         k=options.k,
     )
-    memo: dict[str, tuple[str | None, Usage]] = {}
-    if answer_cache and answer_cache.is_file():
-        for line in answer_cache.read_text().splitlines():
-            entry = json.loads(line)
-            memo[entry["key"]] = (entry["answer"], Usage.model_validate(entry["usage"]))
+    answer = AnswerCache(llm, model_name, answer_cache)
 
-    async def answer(q: EvalQA, items: list) -> tuple[str | None, Usage]:
-        # The same prompt (model, question, context) is asked once: a fallback miss that
-        # retrieved rag's chunks reuses rag's call, and so does a later run with the same
-        # answer_cache; each method is still charged the call's usage.
-        key = _digest([model_name, q.question, [(h.id, h.text) for h in items]])
-        if key not in memo:
-            memo[key] = await ask(llm, q.question, items)
-            if answer_cache:
-                entry = {"key": key, "answer": memo[key][0], "usage": memo[key][1].model_dump()}
-                with answer_cache.open("a") as fh:
-                    fh.write(json.dumps(entry) + "\n")
-        return memo[key]
+    usage_fields = _usage_fields
+    with_summaries = (
+        await _contextual_chunks(index, docs, summaries) if "rag-contextual" in methods else None
+    )
 
-    def usage_fields(usage: Usage) -> dict[str, int]:
-        return {
-            "calls": usage.calls,
-            "prompt_tokens": usage.prompt_tokens,
-            "cached_tokens": usage.cached_tokens,
-        }
-
-    async def rag(q: EvalQA, *, focused: bool = False) -> dict[str, Any]:
-        items = await asyncio.to_thread(index.search_chunks, q.question, options.k)
+    async def rag(
+        q: EvalQA, *, focused: bool = False, ordered: bool = False, contextual: bool = False
+    ) -> dict[str, Any]:
+        if contextual and with_summaries is not None:
+            # the same chunks, found by their embeddings with the summary in front
+            items = await asyncio.to_thread(with_summaries.search, q.question, options.k)
+        else:
+            items = await asyncio.to_thread(index.search_chunks, q.question, options.k)
+        if ordered:
+            # DOS RAG: the same top-k chunks put back in document order
+            items = sorted(items, key=_chunk_position)
         if focused:
             # the control for the "focused" hit context: rag's top-k chunks cut to the
             # same sentences on the query (all of them when none speaks of it)
@@ -515,6 +572,14 @@ async def _retrieval(
         if "rag-focused" in todo:
             rows = [await rag(q, focused=True) for q in test]
             write({"doc_id": doc.doc_id, "method": "rag-focused", "questions": rows, **_agg(rows)})
+        if "rag-ordered" in todo:
+            rows = [await rag(q, ordered=True) for q in test]
+            write({"doc_id": doc.doc_id, "method": "rag-ordered", "questions": rows, **_agg(rows)})
+        if "rag-contextual" in todo:
+            rows = [await rag(q, contextual=True) for q in test]
+            write(
+                {"doc_id": doc.doc_id, "method": "rag-contextual", "questions": rows, **_agg(rows)}
+            )
         if "fallback" in todo:
             before = [await fallback(q) for q in test]
             rec: dict[str, Any] = {
@@ -558,6 +623,114 @@ async def _retrieval(
             write(rec)
 
 
+class ContextualChunks:
+    """``rag-contextual``: the index's own chunks, each embedded with its document's summary
+    in front (Contextual Retrieval; Summary-Augmented Chunking, arXiv 2510.06999) and
+    returned as the plain chunk, so the answer prompt is rag's. An exact cosine search in
+    memory (at an evaluation's size the same top-k as Chroma's).
+
+    Example:
+        >>> chunks = await _contextual_chunks(index, docs, summaries)   # doctest: +SKIP
+        >>> chunks.search("Who won?", 2)[0].kind                        # doctest: +SKIP
+        'chunk'
+    """
+
+    def __init__(self, embedder: Any, hits: list[Any], vectors: list[list[float]]) -> None:
+        import numpy as np
+
+        self.embedder = embedder
+        self.hits = hits
+        m = np.asarray(vectors, dtype=np.float32)
+        self.matrix = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+    def search(self, query: str, k: int) -> list[Any]:
+        import numpy as np
+
+        from ..index import SearchHit
+
+        q = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        scores = self.matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        top = np.argsort(-scores)[:k]
+        return [
+            SearchHit(h.id, h.doc_id, h.text, float(scores[i]), h.metadata, "chunk")
+            for i, h in ((int(i), self.hits[int(i)]) for i in top)
+        ]
+
+
+async def _contextual_chunks(
+    index: Any, docs: list[EvalDoc], summaries: dict[str, dict]
+) -> ContextualChunks:
+    """Every chunk of ``docs`` in ``index``, embedded as ``SUMMARY\n\nCHUNK``."""
+    from ..index import SearchHit
+
+    hits: list[SearchHit] = []
+    texts: list[str] = []
+    for doc in docs:
+        if doc.doc_id not in summaries:
+            continue
+        got = index.chunks.get(where={"doc_id": doc.doc_id}, include=["documents", "metadatas"])
+        rows = sorted(
+            zip(got["ids"], got["documents"], got["metadatas"], strict=True),
+            key=lambda r: _chunk_position(SearchHit(r[0], doc.doc_id, "", 0.0, {}, "chunk")),
+        )
+        for cid, text, meta in rows:
+            hits.append(SearchHit(cid, doc.doc_id, text, 0.0, dict(meta or {}), "chunk"))
+            texts.append(f"{summaries[doc.doc_id]['summary']}\n\n{text}")
+    vectors = await asyncio.to_thread(index.embedder.embed_documents, texts)
+    return ContextualChunks(index.embedder, hits, vectors)
+
+
+async def _peer_eval(
+    name: str,
+    setup: PeerSetup,
+    docs: list[EvalDoc],
+    test_of: Callable[[EvalDoc], list[EvalQA]],
+    answer: AnswerCache,
+    done: dict[tuple[str, str], dict],
+    write: Callable[[dict], Any],
+) -> None:
+    """One peer (:mod:`.peers`) over ``docs``: built once (its model calls, tokens and
+    seconds charged to every document's record as the mean a document), then each test
+    question answered from what it retrieves with the same answer call as every method."""
+    todo = [d for d in docs if (d.doc_id, name) not in done]
+    if not todo:
+        return
+    peer = load_peer(name, setup)
+    before = setup.meter.snapshot()
+    start = time.perf_counter()
+    await peer.abuild([PeerDoc(d.doc_id, d.title, d.text) for d in docs])
+    seconds = time.perf_counter() - start
+    spent = setup.meter.snapshot()
+    n = len(docs)
+    cost = {
+        "seconds": seconds / n,
+        "calls": (spent.calls - before.calls) / n,
+        "prompt_tokens": (spent.prompt_tokens - before.prompt_tokens) / n,
+        "completion_tokens": (spent.completion_tokens - before.completion_tokens) / n,
+    }
+    for doc in todo:
+        rows = []
+        for q in test_of(doc):
+            items = await peer.aretrieve(q.question)
+            ans, usage = await answer(q, items)
+            rows.append(
+                _row(
+                    q,
+                    ans,
+                    context_tokens=sum(estimate_tokens(h.text) for h in items),
+                    docs=list(dict.fromkeys(h.doc_id for h in items if h.doc_id)),
+                    **_usage_fields(usage),
+                )
+            )
+        write({"doc_id": doc.doc_id, "method": name, "questions": rows, **_agg(rows), **cost})
+
+
+def _test_questions(doc: EvalDoc, split: bool) -> list[EvalQA]:
+    """The questions every retrieval method is scored on: the second half when ``split``."""
+    qas = doc.qas
+    return qas[len(qas) // 2 :] if split and len(qas) >= 2 else qas
+
+
 def _agg(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Means over one document's questions (pooled over documents by summarise_records)."""
     n = len(rows) or 1
@@ -576,6 +749,11 @@ def _agg(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out["hit_f1"] = sum(hits) / len(hits) if hits else None
         out["miss_f1"] = sum(misses) / len(misses) if misses else None
         out["wrong_hits"] = sum(f < 0.5 for f in hits) / len(hits) if hits else None
+        on_wrong = [r["wrong_doc_hit"] for r in rows if r["hit"] and "wrong_doc_hit" in r]
+        out["wrong_doc_hits"] = sum(on_wrong) / len(on_wrong) if on_wrong else None
+    marked = [r["right_doc"] for r in rows if "right_doc" in r]
+    if marked:
+        out["right_doc_rate"] = sum(marked) / len(marked)
     ablated = [r for r in rows if r.get("hit") and "ablation" in r]
     if ablated:
         both = {"f1": sum(r["f1"] for r in ablated) / len(ablated)}
@@ -635,6 +813,9 @@ def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]
     out: dict[str, dict[str, Any]] = {}
     for method, rows in by_method.items():
         agg: dict[str, Any] = {"docs": len(rows)}
+        for r in rows:
+            for phase in ("questions", "questions_after"):
+                _mark(r.get(phase, []), r["doc_id"])
         if all("questions" in r for r in rows):
             agg.update(pooled([q for r in rows for q in r["questions"]]))
             agg["questions"] = sum(len(r["questions"]) for r in rows)
@@ -745,7 +926,8 @@ async def run_eval(
         async with lock:
             write(rec)
 
-    wanted = [m for m in methods if m in RETRIEVAL_METHODS]
+    peers = [m for m in methods if m in PEERS]
+    wanted = [m for m in methods if m in RETRIEVAL_METHODS and m not in PEERS]
     plain = [m for m in methods if m not in RETRIEVAL_METHODS]
     sources = retrieval.sources if wanted else []
     for source in sources:
@@ -777,6 +959,27 @@ async def run_eval(
             answer_cache,
             label=retrieval.label(source),
         )
+    if peers:
+        from ..embeddings import LocalEmbedder
+
+        setup = PeerSetup(
+            llm=llm, embedder=LocalEmbedder(), k=retrieval.k, context_window=config.context_tokens
+        )
+        answers = AnswerCache(llm, model_name, answer_cache)
+        split = retrieval.test_half or refine_from_traffic
+        for name in peers:
+            try:
+                await _peer_eval(
+                    name, setup, docs, lambda d: _test_questions(d, split), answers, done, write
+                )
+            except PeerUnavailable:
+                raise  # nothing of it can run: say how to install it
+            except Exception as exc:  # one peer's failure must not lose the others
+                log.warning("peer %s failed: %s", name, exc)
+                error = f"{type(exc).__name__}: {exc}"
+                errors.append({"doc_id": "*", "method": name, "error": error})
+                continue
+            ingest[name] = ingest_costs([done[(d.doc_id, name)] for d in docs])
     ids = {d.doc_id for d in docs}
     records = [r for r in done.values() if r["doc_id"] in ids]
     labels = set(methods) | set(ingest)
@@ -854,6 +1057,8 @@ RETRIEVAL_COLUMNS = (
     "F1 of hits",
     "F1 of misses",
     "wrong hits",
+    "right doc",
+    "wrong-doc hits",
     "ingest s/doc",
     "ingest calls/doc",
     "ingest tok/doc",
@@ -862,7 +1067,7 @@ RETRIEVAL_COLUMNS = (
 
 def retrieval_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
     """The side-by-side rows (``RETRIEVAL_COLUMNS``) of the retrieval methods in a result:
-    rag, fallback before and after refinement, right-doc. The CLI and
+    the chunk baselines, the peers, fallback before and after refinement, right-doc. The CLI and
     ``benchmarks/report.py`` both print these, so they cannot disagree."""
 
     def cell(v: Any, fmt: str) -> str:
@@ -870,7 +1075,8 @@ def retrieval_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
 
     rows = []
     fallbacks = [n for n in methods if n.split("[", 1)[0] == "fallback"]
-    for name in ("rag", "rag-focused", *fallbacks, "right-doc"):
+    order = ("rag", "rag-focused", "rag-ordered", "rag-contextual", *PEERS, *fallbacks, "right-doc")
+    for name in order:
         m = methods.get(name)
         if not m or "questions" not in m:
             continue
@@ -895,6 +1101,8 @@ def retrieval_table(methods: dict[str, dict[str, Any]]) -> list[list[str]]:
                     cell(v.get("hit_f1"), "{:.3f}"),
                     cell(v.get("miss_f1"), "{:.3f}"),
                     cell(v.get("wrong_hits"), "{:.0%}"),
+                    cell(v.get("right_doc_rate"), "{:.0%}"),
+                    cell(v.get("wrong_doc_hits"), "{:.0%}"),
                     cell(m.get("ingest", {}).get("seconds_per_doc"), "{:.0f}"),
                     cell(m.get("ingest", {}).get("calls_per_doc"), "{:.1f}"),
                     cell(m.get("ingest", {}).get("tokens_per_doc"), "{:.0f}"),

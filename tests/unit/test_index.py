@@ -236,3 +236,54 @@ def test_a_read_that_raced_a_publish_is_asked_again_and_other_errors_are_not():
 
     with pytest.raises(RuntimeError):
         read_racing_writes(always, attempts=2)
+
+
+def _collections(index):
+    out = {}
+    for name, col in (("summaries", index.summaries), ("chunks", index.chunks)):
+        got = col.get(include=["documents", "metadatas", "embeddings"])
+        out[name] = {
+            i: (d, m, [round(float(x), 6) for x in e])
+            for i, d, m, e in zip(
+                got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+            )
+        }
+    return out
+
+
+def test_bulk_sync_writes_what_one_by_one_sync_writes(tmp_path):
+    """sync_documents (batched Chroma writes) leaves the same vectors, texts and metadata
+    as sync_document a document at a time, drops a retired document's and an older
+    version's vectors, and marks every document indexed."""
+
+    def load(path, bulk):
+        index = CoSIndex(path, embedder=HashingEmbedder(), chunk_words=12)
+        for d in docs(5):
+            index.store.upsert_document(d.doc_id, d.text, title=d.title)
+            index.store.publish_version(
+                d.doc_id, f"{d.title} v1", expected_version=None, created_by="t"
+            )
+        index.store.publish_version("doc2", "Doc 2 v2", expected_version=1, created_by="t")
+        ids = [d.doc_id for d in docs(5)]
+        if bulk:
+            index.sync_documents(ids, batch=2)
+        else:
+            for doc_id in ids:
+                index.sync_document(doc_id)
+        index.store.retire_document("doc4")
+        index.store.publish_version("doc1", "Doc 1 v2", expected_version=1, created_by="t")
+        if bulk:
+            index.sync_documents(["doc4", "doc1"])
+        else:
+            index.sync_document("doc4")
+            index.sync_document("doc1")
+        return index
+
+    one, many = load(tmp_path / "one", False), load(tmp_path / "many", True)
+    assert _collections(many) == _collections(one)
+    got = _collections(many)
+    assert "doc2::summary::v2" in got["summaries"] and "doc1::summary::v2" in got["summaries"]
+    assert not any(k.startswith(("doc4::", "doc1::summary::v1")) for k in got["summaries"])
+    assert not any(k.startswith("doc4::") for k in got["chunks"])
+    assert len({k.split("::")[0] for k in got["chunks"]}) == 4
+    assert many.store.needs_index() == []

@@ -1,0 +1,159 @@
+"""Routing cost at scale (issue 28 item 4): the fallback retriever's hit path against a
+plain Chroma search, at 1,000, 10,000 and 100,000 summaries. No model calls.
+
+``build`` makes one index per size with the library's own API (store rows, published
+summary versions, Chroma sync): each "document" is a 120-word window of the texts in
+``../shared/data`` (SQuAD dev chunks, COVID-QA papers, FairytaleQA stories; windows
+overlap where the texts run out) and its stored summary is its first 60 words. The
+embedder is the fast ``HashingEmbedder`` (384 dimensions, like e5), so a query's cost is
+the search and our work around it, not the embedding model's.
+
+``query`` opens one index in a fresh process and asks the same questions (SQuAD dev
+questions) through both paths, alternating:
+  - plain: embed the query, ``collection.query`` top-2 of the summaries collection;
+  - hit path: ``FallbackRetriever(rule=HitRule(judge="score", threshold=0.0))`` — embed,
+    search summaries, the document's best chunk (focused hit context), the hit decision
+    and its event row in the store; ``refine_on_miss="off"``.
+It prints p50/p95 of each, their ratio, the process's peak RSS and the index on disk.
+
+    python benchmarks/routing_scale.py build --sizes 1000,10000,100000 --root /tmp/scale
+    python benchmarks/routing_scale.py query --size 1000 --root /tmp/scale [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+
+from cos_integrations.embeddings import HashingEmbedder
+from cos_integrations.hit_rule import HitRule
+from cos_integrations.index import CoSIndex
+from cos_integrations.retrieval import FallbackRetriever
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+FILES = ("squad-v1.1-dev-chunks.jsonl", "covidqa-part-a.jsonl", "fairytaleqa-train.jsonl")
+WINDOW = 120
+
+
+def words() -> list[str]:
+    out: list[str] = []
+    for name in FILES:
+        for line in (DATA / name).read_text().splitlines():
+            out.extend(json.loads(line)["text"].split())
+    return out
+
+
+def windows(n: int) -> list[str]:
+    """``n`` distinct 120-word windows, the stride shrunk until ``n`` fit."""
+    w = words()
+    stride = max(1, min(WINDOW, (len(w) - WINDOW) // n))
+    return [" ".join(w[i * stride : i * stride + WINDOW]) for i in range(n)]
+
+
+def questions(limit: int) -> list[str]:
+    out = []
+    for line in (DATA / FILES[0]).read_text().splitlines():
+        out += [q["question"] for q in json.loads(line)["qas"]]
+    return out[:limit]
+
+
+def build(size: int, root: Path) -> None:
+    path = root / f"index-{size}"
+    if (path / "manifest.json").exists():
+        print(f"{path}: exists")
+        return
+    index = CoSIndex(path, embedder=HashingEmbedder(384))
+    t0 = time.perf_counter()
+    texts = windows(size)
+    for start in range(0, size, 2000):
+        ids = []
+        for i in range(start, min(size, start + 2000)):
+            doc_id = f"w{i:06d}"
+            index.store.upsert_document(doc_id, texts[i], title=doc_id)
+            summary = " ".join(texts[i].split()[:60])
+            index.store.publish_version(
+                doc_id, summary, expected_version=None, created_by="scale", reason="benchmark"
+            )
+            ids.append(doc_id)
+        index.sync_documents(ids, batch=1000)  # the bulk path: Chroma writes batched
+        print(f"  {start + len(ids)} documents, {time.perf_counter() - t0:.0f} s", flush=True)
+    print(f"built {path}: {size} documents in {time.perf_counter() - t0:.0f} s")
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def query(size: int, root: Path, n: int) -> dict:
+    index = CoSIndex(root / f"index-{size}", create=False, embedder=HashingEmbedder(384))
+    retriever = FallbackRetriever(
+        index, k=2, refine_on_miss="off", rule=HitRule(judge="score", threshold=0.0)
+    )
+    qs = questions(n)
+    plain: list[float] = []
+    hit: list[float] = []
+
+    def plain_search(q: str) -> None:
+        index.summaries.query(
+            query_embeddings=[index.embedder.embed_query(q)],
+            n_results=2,
+            include=["documents", "metadatas", "distances"],
+        )
+
+    for q in qs[:20]:  # warm up both paths
+        plain_search(q)
+        retriever.retrieve(q)
+    for q in qs:
+        t0 = time.perf_counter()
+        plain_search(q)
+        plain.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        res = retriever.retrieve(q)
+        hit.append(time.perf_counter() - t0)
+        if not res.hit:
+            raise SystemExit(f"not a hit at threshold 0: {q!r}")
+
+    def pct(xs: list[float], p: float) -> float:
+        return statistics.quantiles(xs, n=100)[int(p) - 1] * 1000
+
+    out = {
+        "size": size,
+        "queries": len(qs),
+        "plain_p50_ms": statistics.median(plain) * 1000,
+        "plain_p95_ms": pct(plain, 95),
+        "hit_p50_ms": statistics.median(hit) * 1000,
+        "hit_p95_ms": pct(hit, 95),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "index_mb": du(root / f"index-{size}") / 2**20,
+        "cpu_count": os.cpu_count(),
+    }
+    out["ratio_p50"] = out["hit_p50_ms"] / out["plain_p50_ms"]
+    out["ratio_p95"] = out["hit_p95_ms"] / out["plain_p95_ms"]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--sizes", default="1000,10000,100000")
+    b.add_argument("--root", type=Path, default=Path("/tmp/scale"))
+    q = sub.add_parser("query")
+    q.add_argument("--size", type=int, required=True)
+    q.add_argument("--root", type=Path, default=Path("/tmp/scale"))
+    q.add_argument("--queries", type=int, default=300)
+    args = ap.parse_args()
+    if args.cmd == "build":
+        for size in (int(s) for s in args.sizes.split(",")):
+            build(size, args.root)
+    else:
+        print(json.dumps(query(args.size, args.root, args.queries)))
+
+
+if __name__ == "__main__":
+    main()
