@@ -366,10 +366,7 @@ class FallbackRetriever:
         or fall back to source chunks and queue a refine job."""
         k = self.k if k is None else k
         rule = self.rule
-        embedding = await asyncio.to_thread(self.index.embedder.embed_query, query)
-        candidates = await asyncio.to_thread(
-            self.index.search_summaries, query, k, embedding=embedding
-        )
+        embedding, candidates = await asyncio.to_thread(self._search, query, k)
         if not candidates:
             return RetrievalResult(query, False, [], "empty index")
         decision = await self._route(query, candidates, embedding, k, rule)
@@ -380,6 +377,11 @@ class FallbackRetriever:
         if decision.hit:
             return await self._hit(query, candidates, decision, rule)
         return await self._miss(query, k, candidates, embedding, decision)
+
+    def _search(self, query: str, k: int) -> tuple[list[float], list[SearchHit]]:
+        """The query's embedding and its top-``k`` summaries (one worker-thread hop)."""
+        embedding = self.index.embedder.embed_query(query)
+        return embedding, self.index.search_summaries(query, k, embedding=embedding)
 
     async def _route(
         self,
