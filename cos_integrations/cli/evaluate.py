@@ -134,20 +134,13 @@ def eval_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
-    from ..config import CoSConfig
     from ..hit_rule import HitRule
     from ..research.evaluation import (
-        ABLATION_COLUMNS,
-        RETRIEVAL_COLUMNS,
         DatasetError,
         RetrievalEvalOptions,
-        ablation_table,
-        is_retrieval,
         load_dataset,
-        retrieval_table,
         run_eval,
     )
-    from ..research.evaluation import plot as draw
     from ..research.peers import PeerUnavailable
     from ..runtime import describe_choice, open_model
 
@@ -186,19 +179,14 @@ def eval_command(
             repeat_traffic=repeat_traffic,
             refine_teach=refine_teach,  # type: ignore[arg-type]
         )
-        config = (
-            CoSConfig.preset(
-                preset, context_tokens=context_tokens, max_summary_words=max_summary_words
-            )
-            if preset
-            else CoSConfig(
-                iterations=iterations,
-                questions_per_iteration=questions_per_iteration,
-                train_questions=train_questions,
-                val_questions=val_questions,
-                max_summary_words=max_summary_words,
-                context_tokens=context_tokens,
-            )
+        config = _config(
+            preset,
+            context_tokens=context_tokens,
+            max_summary_words=max_summary_words,
+            iterations=iterations,
+            questions_per_iteration=questions_per_iteration,
+            train_questions=train_questions,
+            val_questions=val_questions,
         )
     except ValueError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
@@ -245,6 +233,58 @@ def eval_command(
             except (ValueError, PeerUnavailable) as exc:
                 err.print(f"[red]error:[/] {escape(str(exc))}")
                 raise typer.Exit(2) from exc
+    _print_result(result)
+    console.print(f"wrote {out}")
+    if plot:
+        from ..research.evaluation import plot as draw
+
+        draw(result, plot)
+        console.print(f"wrote {plot}")
+    for e in result.get("errors", []):
+        err.print(f"[red]failed:[/] {e['doc_id']} {e['method']}: {escape(str(e['error']))}")
+    if result.get("errors"):
+        err.print("re-run the same command to retry only what failed")
+        raise typer.Exit(1)
+
+
+def _config(
+    preset: str | None,
+    *,
+    context_tokens: int,
+    max_summary_words: int,
+    iterations: int,
+    questions_per_iteration: int,
+    train_questions: int,
+    val_questions: int,
+):
+    """The summarisers' config: a named preset (the budget and context still apply), or
+    the question and iteration options; ``ValueError`` when they do not fit."""
+    from ..config import CoSConfig
+
+    if preset:
+        return CoSConfig.preset(
+            preset, context_tokens=context_tokens, max_summary_words=max_summary_words
+        )
+    return CoSConfig(
+        iterations=iterations,
+        questions_per_iteration=questions_per_iteration,
+        train_questions=train_questions,
+        val_questions=val_questions,
+        max_summary_words=max_summary_words,
+        context_tokens=context_tokens,
+    )
+
+
+def _print_result(result: dict) -> None:
+    """The summary methods' table, the retrieval table and the hit-context ablation."""
+    from ..research.evaluation import (
+        ABLATION_COLUMNS,
+        RETRIEVAL_COLUMNS,
+        ablation_table,
+        is_retrieval,
+        retrieval_table,
+    )
+
     table = Table(
         "method",
         "docs",
@@ -291,12 +331,3 @@ def eval_command(
         for row in ablation:
             cut.add_row(*(escape(c) for c in row))
         console.print(cut)
-    console.print(f"wrote {out}")
-    if plot:
-        draw(result, plot)
-        console.print(f"wrote {plot}")
-    for e in result.get("errors", []):
-        err.print(f"[red]failed:[/] {e['doc_id']} {e['method']}: {escape(str(e['error']))}")
-    if result.get("errors"):
-        err.print("re-run the same command to retry only what failed")
-        raise typer.Exit(1)
