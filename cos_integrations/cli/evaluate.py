@@ -42,6 +42,14 @@ def eval_command(
     data: Annotated[Path, typer.Option("--data", help="JSONL: doc_id, title, text, qas.")],
     out: Annotated[Path, typer.Option("--out", help="Results JSON.")] = Path("results.json"),
     limit: Annotated[int | None, typer.Option(help="First N documents.")] = None,
+    distractors: Annotated[
+        Path | None,
+        typer.Option(
+            help="rag/fallback/peers: JSONL of documents indexed beside --data and never "
+            "asked about (a collection of real size); their summaries come from the same "
+            "strategies or --summaries-from."
+        ),
+    ] = None,
     methods: Annotated[
         str,
         typer.Option(
@@ -147,9 +155,14 @@ def eval_command(
     setup_logging(verbose)
     try:
         docs = load_dataset(data, limit=limit)
+        extra = load_dataset(distractors, questions=False) if distractors else []
     except (DatasetError, OSError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
+    clash = {d.doc_id for d in docs} & {d.doc_id for d in extra}
+    if clash:
+        err.print(f"[red]error:[/] --distractors repeats --data's documents: {sorted(clash)[:5]}")
+        raise typer.Exit(2)
     for d in docs:
         d.qas = d.qas[:heldout_questions]
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
@@ -228,6 +241,7 @@ def eval_command(
                         retrieval=retrieval,
                         answer_cache=answer_cache,
                         oracle=oracle,
+                        distractors=extra,
                     )
                 )
             except (ValueError, PeerUnavailable) as exc:

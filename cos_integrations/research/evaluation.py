@@ -91,18 +91,27 @@ class EvalDoc(BaseModel):
     doc_id: str
     title: str = ""
     text: str = Field(min_length=1)
-    qas: list[EvalQA] = Field(min_length=1)
+    qas: list[EvalQA] = Field(default_factory=list)
 
 
-def load_dataset(path: str | Path, *, limit: int | None = None) -> list[EvalDoc]:
-    """Read and validate a JSONL dataset; raises :class:`DatasetError` naming the bad line."""
+def load_dataset(
+    path: str | Path, *, limit: int | None = None, questions: bool = True
+) -> list[EvalDoc]:
+    """Read and validate a JSONL dataset; raises :class:`DatasetError` naming the bad line.
+    ``questions=False`` reads distractors: documents that are indexed and never asked
+    about (their ``qas``, if any, are dropped)."""
     docs: list[EvalDoc] = []
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                docs.append(EvalDoc.model_validate_json(line))
+                doc = EvalDoc.model_validate_json(line)
+                if questions and not doc.qas:
+                    raise DatasetError(f"{path}, line {number}: qas: no question")
+                if not questions:
+                    doc.qas = []
+                docs.append(doc)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(x) for x in first.get("loc", ()))
@@ -178,7 +187,7 @@ async def _one(
             record["best_iteration"] = result.best_iteration
             # iteration 0 is the zero-shot thesis: did the loop change it at all?
             record["thesis_kept"] = result.summary == result.iterations[0].summary
-        if oracle and method in ("cos", "cos-extract", "reference"):
+        if oracle and doc.qas and method in ("cos", "cos-extract", "reference"):
             per_iter = []
             for it in result.iterations:  # the paper's oracle: best iteration on test questions
                 if it.summary and not it.failed:
@@ -186,7 +195,8 @@ async def _one(
                     per_iter.append((it.index, f1))
             record["heldout_f1_per_iteration"] = per_iter
             record["oracle_heldout_f1"] = max((f for _, f in per_iter), default=0.0)
-    f1, em = await _answer_all(llm, summary, doc.qas)
+    # a distractor has no questions: its summary is only indexed
+    f1, em = await _answer_all(llm, summary, doc.qas) if doc.qas else (None, None)
     record.update(
         heldout_f1=f1,
         heldout_em=em,
@@ -552,8 +562,8 @@ async def _retrieval(
         return _row(q, ans, context_tokens=estimate_tokens(doc.text), **usage_fields(usage))
 
     for doc in docs:
-        if doc.doc_id not in summaries:
-            continue
+        if doc.doc_id not in summaries or not doc.qas:
+            continue  # a distractor is indexed, never asked about
         todo = [m for m in methods if (doc.doc_id, label if m == "fallback" else m) not in done]
         if not todo:
             continue
@@ -692,7 +702,7 @@ async def _peer_eval(
     """One peer (:mod:`.peers`) over ``docs``: built once (its model calls, tokens and
     seconds charged to every document's record as the mean a document), then each test
     question answered from what it retrieves with the same answer call as every method."""
-    todo = [d for d in docs if (d.doc_id, name) not in done]
+    todo = [d for d in docs if d.qas and (d.doc_id, name) not in done]
     if not todo:
         return
     peer = load_peer(name, setup)
@@ -871,6 +881,7 @@ async def run_eval(
     answer_cache: Path | None = None,
     on_record: Callable[[dict], None] | None = None,
     oracle: bool = True,
+    distractors: Sequence[EvalDoc] = (),
 ) -> dict[str, Any]:
     """Run every method on every document (resuming from ``OUT.docs.jsonl``) and write OUT.
 
@@ -882,6 +893,9 @@ async def run_eval(
     ``retrieval.summaries_from``). ``answer_cache`` (a JSONL file) keeps every retrieval
     answer by its exact prompt, so a later run that asks the same question over the same
     context (another hit rule over the same chunks) reuses the call instead of repeating it.
+    ``distractors`` are indexed beside ``docs`` (their summaries made by the retrieval's
+    summary strategies, or read from ``summaries_from``) and never asked about: a
+    collection of real size in which the questioned documents must still be found.
     """
     unknown = set(methods) - set(METHODS)
     if unknown:
@@ -935,17 +949,24 @@ async def run_eval(
             if source not in SUMMARY_METHODS and source != "reference":
                 raise ValueError(f"summary_method {source!r} is not a summary method")
             plain.append(source)  # the retrieval index is built from these summaries
-    await asyncio.gather(*(job(m, d) for d in docs for m in plain))
+    await asyncio.gather(
+        *(job(m, d) for d in docs for m in plain),
+        *(job(m, d) for d in distractors for m in plain if m in sources),
+    )
+    everything = [*docs, *distractors]
     ingest: dict[str, dict[str, Any]] = {}
     for i, source in enumerate(sources):
-        summaries = _summaries(source, retrieval.summaries_from, done, docs)
-        ingest[retrieval.label(source)] = ingest_costs(list(summaries.values()))
+        summaries = _summaries(source, retrieval.summaries_from, done, everything)
+        # what the questioned documents' summaries cost (distractors may be cheaper)
+        ingest[retrieval.label(source)] = ingest_costs(
+            [summaries[d.doc_id] for d in docs if d.doc_id in summaries]
+        )
         # rag, rag-focused and right-doc read only the chunks, the same in every index
         these = [m for m in wanted if i == 0 or m == "fallback"]
         index_name = f"{out.name}.index-{_digest(r_signature)}"
         await _retrieval(
             llm,
-            docs,
+            everything,
             summaries,
             config,
             these,
@@ -970,7 +991,13 @@ async def run_eval(
         for name in peers:
             try:
                 await _peer_eval(
-                    name, setup, docs, lambda d: _test_questions(d, split), answers, done, write
+                    name,
+                    setup,
+                    everything,
+                    lambda d: _test_questions(d, split),
+                    answers,
+                    done,
+                    write,
                 )
             except PeerUnavailable:
                 raise  # nothing of it can run: say how to install it
@@ -991,6 +1018,7 @@ async def run_eval(
         "model": model_name,
         "dataset": dataset,
         "docs": len(docs),
+        "distractors": len(distractors),
         "config": config.model_dump(mode="json"),
         "retrieval": retrieval.model_dump(mode="json") if wanted else None,
         "methods": summary,

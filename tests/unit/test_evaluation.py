@@ -83,7 +83,16 @@ def test_run_eval_all_methods_and_resume(tmp_path):
     )
     saved = json.loads(out.read_text())
     assert saved == json.loads(json.dumps(result))
-    assert set(saved) == {"model", "dataset", "docs", "config", "retrieval", "methods", "errors"}
+    assert set(saved) == {
+        "model",
+        "dataset",
+        "docs",
+        "distractors",
+        "config",
+        "retrieval",
+        "methods",
+        "errors",
+    }
     assert saved["errors"] == []
     m = saved["methods"]
     assert set(m) == set(methods)
@@ -444,3 +453,53 @@ def test_tiered_refine_from_traffic_deepens_and_asks_the_traffic_again(tmp_path)
     asked = [m[-1]["content"] for t, m in model.calls if t == "answer"]
     assert any("Could you tell me this: What is the topic0 item 10?" in p for p in asked)
     assert para["missed_in_source"] == 4 and para["hit_again"] >= 3
+
+
+def test_distractors_are_indexed_summarised_and_never_asked(tmp_path):
+    """A collection of real size: distractors are summarised by the same strategy and put
+    in the same index, no question is asked about them, no answer call is spent on them,
+    and the figures are over the questioned documents only."""
+    from cos_integrations.research.evaluation import RetrievalEvalOptions
+
+    docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
+    extra = tmp_path / "x.jsonl"
+    with extra.open("w") as fh:
+        for i in range(3):
+            line = {
+                "doc_id": f"x{i}",
+                "title": f"X{i}",
+                "text": make_document(8, topic=f"other{i}"),
+            }
+            fh.write(json.dumps(line) + "\n")
+    distractors = load_dataset(extra, questions=False)
+    with pytest.raises(DatasetError, match="no question"):
+        load_dataset(extra)
+    model = ScriptedFakeModel(thesis_facts=2)
+    result = asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=["rag", "fallback"],
+            config=CoSConfig(iterations=0, train_questions=2, val_questions=1),
+            out=tmp_path / "r.json",
+            model_name="fake",
+            dataset="d",
+            retrieval=RetrievalEvalOptions(summary_method="zero-shot", test_half=True),
+            distractors=distractors,
+        )
+    )
+    assert result["docs"] == 2 and result["distractors"] == 3
+    assert result["methods"]["rag"]["questions"] == 4  # the test half of 2 x 4
+    theses = [m for task, m in model.calls if task == "thesis"]
+    assert len(theses) == 5  # every document summarised, distractors included
+    records = [json.loads(x) for x in (tmp_path / "r.json.docs.jsonl").read_text().splitlines()]
+    x = [r for r in records if r["doc_id"].startswith("x")]
+    assert {r["method"] for r in x} == {"zero-shot"} and all(r["heldout_f1"] is None for r in x)
+    # no held-out answering call read a distractor's summary alone
+    alone = {r["summary"] for r in x}
+    contents = [m[0]["content"] for task, m in model.calls if task == "answer"]
+    assert contents and not any(any(a in c and "[" not in c for a in alone) for c in contents)
+    from cos_integrations.index import CoSIndex
+
+    (index_dir,) = [p for p in tmp_path.iterdir() if ".index-" in p.name]
+    assert CoSIndex(index_dir, create=False).summaries.count() == 5
