@@ -30,6 +30,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from .defaults import (
     DEFAULT_DEEPEN_STRATEGY,
@@ -241,18 +242,62 @@ class Refiner:
         return outcome
 
     async def _round(self, job: RefineJob) -> RefineOutcome:
-        store, engine, cfg = self.index.store, self.engine, self.engine.config
+        """One refine job: does the source answer the query; if so the query joins the
+        bank, the summary is taught (:attr:`teach`), and the result is published unless
+        validation dropped (compare-and-swap, then the vector)."""
+        store = self.index.store
+
+        def outcome(status: str, reason: str, *rest: Any, usage: Usage | None = None):
+            return RefineOutcome(
+                job.id, job.doc_id, job.query, status, reason, *rest, usage=usage or Usage()
+            )
+
         doc = store.get_document(job.doc_id)
         if doc is None:
-            return RefineOutcome(job.id, job.doc_id, job.query, "rejected", "document deleted")
+            return outcome("rejected", "document deleted")
         current = store.current_summary(job.doc_id)
         if current is None:
-            return RefineOutcome(job.id, job.doc_id, job.query, "rejected", "no summary yet")
-        run = ModelRun(engine.llm, cfg, job.doc_id)
+            return outcome("rejected", "no summary yet")
+        run = ModelRun(self.engine.llm, self.engine.config, job.doc_id)
         source = self._source_for(doc.text, job)
-        # 1. Does the source answer the query?
+        answer = await self._source_answer(source, job.query, run)
+        if answer is None:
+            return outcome("not_in_source", "the source does not answer the query", usage=run.usage)
+        pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
+        store.add_question(job.doc_id, pair)
+        # the missed question first: small models answering many questions in one call
+        # drift into "I don't know" by the end of the list
+        bank = [pair, *[q for q in store.questions(job.doc_id) if q.key != pair.key]]
+        before = await self.engine.evaluate(current.text, bank, run)
+        if not before.parsed:
+            raise ParseError("unparseable answers for the current summary")
+        taught = await self._teach(job, pair, answer, current.text, source, bank, before, run)
+        if taught is None:
+            why = (
+                "no sentence of the source that answers the query teaches the summary"
+                if self.teach == "extract"
+                else "the rewrite still does not answer the query"
+            )
+            return outcome("rejected", why, answer, usage=run.usage)
+        new_text, after = taught
+        drop = (before.val or 0.0) - (after.val or 0.0)
+        if drop > self.epsilon:
+            why = f"validation dropped by {drop:.3f} > {self.epsilon}"
+            return outcome("rejected", why, answer, usage=run.usage)
+        version = self._publish(job, current.version, doc.text, new_text, after)
+        if version is None:
+            why = "another version was published first"
+            return outcome("conflict", why, answer, usage=run.usage)
+        pinned = store.get_document(job.doc_id).pinned  # type: ignore[union-attr]
+        if not pinned:
+            await asyncio.to_thread(self.index.sync_document, job.doc_id)
+        status = "suggested" if pinned else "published"
+        return outcome(status, f"version {version}", answer, version, usage=run.usage)
+
+    async def _source_answer(self, source: str, query: str, run: ModelRun) -> str | None:
+        """The source's answer to ``query``; ``None`` when the source does not hold one."""
         raw = await run.call(
-            source_answer_messages(source, [job.query]),
+            source_answer_messages(source, [query]),
             json_schema=ANSWERS_SCHEMA,
             task="source_answer",
         )
@@ -260,90 +305,47 @@ class Refiner:
             answer = parse_answers(raw, 1)[0]
         except ParseError:
             answer = raw.strip() or None
-        if is_unanswered(answer) or not is_grounded(answer, source):
-            return RefineOutcome(
-                job.id,
-                job.doc_id,
-                job.query,
-                "not_in_source",
-                "the source does not answer the query",
-                usage=run.usage,
-            )
-        assert answer is not None
-        # 2. The query joins the bank as a refinement question.
-        pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
-        store.add_question(job.doc_id, pair)
-        # the missed question first: small models answering many questions in one call
-        # drift into "I don't know" by the end of the list
-        bank = [pair, *[q for q in store.questions(job.doc_id) if q.key != pair.key]]
-        # 3. Evaluate current, rewrite, evaluate the rewrite.
-        before = await engine.evaluate(current.text, bank, run)
-        if not before.parsed:
-            raise ParseError("unparseable answers for the current summary")
+        if answer is None or is_unanswered(answer) or not is_grounded(answer, source):
+            return None
+        return answer
+
+    async def _teach(
+        self,
+        job: RefineJob,
+        pair: QAPair,
+        answer: str,
+        summary: str,
+        source: str,
+        bank: list[QAPair],
+        before: Evaluation,
+        run: ModelRun,
+    ) -> tuple[str, Evaluation] | None:
+        """The taught summary and its evaluation (:attr:`teach`: the source's own sentence,
+        a rewrite, or the sentence then the rewrite); ``None`` when nothing taught it."""
         taught: tuple[str, Evaluation] | None = None
         if self.teach in ("extract", "both"):
-            taught = await self._extracted(current.text, source, job.query, answer, bank, run)
+            taught = await self._extracted(summary, source, job.query, answer, bank, run)
         if taught is None and self.teach in ("rewrite", "both"):
-            taught = await self._rewritten(
-                job, pair, answer, current.text, source, bank, before, run
-            )
-        if taught is None:
-            why = (
-                "no sentence of the source that answers the query teaches the summary"
-                if self.teach == "extract"
-                else "the rewrite still does not answer the query"
-            )
-            return RefineOutcome(
-                job.id, job.doc_id, job.query, "rejected", why, answer, usage=run.usage
-            )
-        new_text, after = taught
-        drop = (before.val or 0.0) - (after.val or 0.0)
-        if drop > self.epsilon:
-            return RefineOutcome(
-                job.id,
-                job.doc_id,
-                job.query,
-                "rejected",
-                f"validation dropped by {drop:.3f} > {self.epsilon}",
-                answer,
-                usage=run.usage,
-            )
-        # 4. Publish (compare-and-swap), then the vector.
-        version = store.publish_version(
+            taught = await self._rewritten(job, pair, answer, summary, source, bank, before, run)
+        return taught
+
+    def _publish(
+        self, job: RefineJob, expected: int, source: str, text: str, after: Evaluation
+    ) -> int | None:
+        """Compare-and-swap the taught summary in as the next version (``None``: another
+        version was published first)."""
+        engine, cfg = self.engine, self.engine.config
+        return self.index.store.publish_version(
             job.doc_id,
-            new_text,
-            expected_version=current.version,
+            text,
+            expected_version=expected,
             created_by="refine",
             reason=f"miss: {job.query}",
             val_score=after.val,
             train_score=after.train,
-            summary_tokens=engine.count_tokens(new_text),
-            flags=summary_flags(new_text, doc.text),
+            summary_tokens=engine.count_tokens(text),
+            flags=summary_flags(text, source),
             config_hash=cfg.config_hash(),
-        )
-        if version is None:
-            return RefineOutcome(
-                job.id,
-                job.doc_id,
-                job.query,
-                "conflict",
-                "another version was published first",
-                answer,
-                usage=run.usage,
-            )
-        pinned = store.get_document(job.doc_id).pinned  # type: ignore[union-attr]
-        if not pinned:
-            await asyncio.to_thread(self.index.sync_document, job.doc_id)
-        status = "suggested" if pinned else "published"
-        return RefineOutcome(
-            job.id,
-            job.doc_id,
-            job.query,
-            status,
-            f"version {version}",
-            answer,
-            version,
-            usage=run.usage,
         )
 
     async def _rewritten(
