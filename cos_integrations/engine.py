@@ -650,37 +650,23 @@ class ChainOfSummaries:
         stale = 0
         result.stop_reason = "iterations done"
         for index in range(1, cfg.iterations + 1):
-            unanswered = [q for q in train if not current_ev.answered(q.question)]
-            if not unanswered:
-                result.stop_reason = "all refinement questions answered"
-                break  # nothing to rewrite: the summary cannot change any more
-            if stale >= cfg.patience and all(uses[q.question] for q in unanswered):
-                result.stop_reason = f"no validation gain for {stale} rounds"
+            chosen, why = self._antithesis(train, current_ev, uses, stale)
+            if not chosen:
+                result.stop_reason = why
                 break
-            chosen = sorted(unanswered, key=lambda q: uses[q.question])[
-                : cfg.questions_per_iteration
-            ]
-            for q in chosen:
-                uses[q.question] += 1
-            msgs = (
-                []
-                if extract
-                else self.rewrite_prompt(
-                    source,
-                    current,
-                    [q.question for q in chosen],
-                    draft=draft,
-                    answers=[q.answers[0] for q in chosen] if with_answers else None,
-                )
-            )
             record = IterationRecord(
                 index=index, kind="rewrite", summary="", questions_used=[q.question for q in chosen]
             )
             result.iterations.append(record)
-            if extract:
-                new, raw = extract_answers(source, current, chosen), ""
-            else:
-                new, raw = await self.rewrite(msgs, current, run, draft=draft)
+            new, raw = await self._synthesis(
+                source,
+                current,
+                chosen,
+                run,
+                draft=draft,
+                with_answers=with_answers,
+                extract=extract,
+            )
             if not new:
                 run.warn(
                     f"round {index}: no source sentence answers the chosen questions; "
@@ -717,6 +703,52 @@ class ChainOfSummaries:
         best = select_iteration(result.iterations)
         result.best_iteration, result.summary = best.index, best.summary
         return result
+
+    def _antithesis(
+        self,
+        train: list[QAPair],
+        current: Evaluation,
+        uses: dict[str, int],
+        stale: int,
+    ) -> tuple[list[QAPair], str]:
+        """The refinement questions the next round works on (the least used of those the
+        summary fails, ``questions_per_iteration`` of them), or none and why the loop
+        stops."""
+        cfg = self.config
+        unanswered = [q for q in train if not current.answered(q.question)]
+        if not unanswered:
+            # nothing to rewrite: the summary cannot change any more
+            return [], "all refinement questions answered"
+        if stale >= cfg.patience and all(uses[q.question] for q in unanswered):
+            return [], f"no validation gain for {stale} rounds"
+        chosen = sorted(unanswered, key=lambda q: uses[q.question])[: cfg.questions_per_iteration]
+        for q in chosen:
+            uses[q.question] += 1
+        return chosen, ""
+
+    async def _synthesis(
+        self,
+        source: str,
+        current: str,
+        chosen: list[QAPair],
+        run: ModelRun,
+        *,
+        draft: bool,
+        with_answers: bool,
+        extract: bool,
+    ) -> tuple[str, str]:
+        """The next summary (empty when none) and the model's raw output: the source's own
+        sentences appended (``extract``), or a rewrite covering the chosen questions."""
+        if extract:
+            return extract_answers(source, current, chosen), ""
+        msgs = self.rewrite_prompt(
+            source,
+            current,
+            [q.question for q in chosen],
+            draft=draft,
+            answers=[q.answers[0] for q in chosen] if with_answers else None,
+        )
+        return await self.rewrite(msgs, current, run, draft=draft)
 
     # ----------------------------------------------------------------- long documents
     async def _long(self, text: str, run: ModelRun, human: list[QAPair], budget: int) -> CoSResult:
