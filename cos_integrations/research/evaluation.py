@@ -437,35 +437,9 @@ async def _retrieval(
     every method. ``label`` names the fallback records (``fallback[cos]`` when several
     summary strategies are compared, each over its own index).
     """
-    from ..embeddings import LocalEmbedder
-    from ..index import CoSIndex
-    from ..refine import Refiner
     from ..retrieval import FallbackRetriever, focus_items
 
-    index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=config)
-    for doc in docs:
-        rec = summaries.get(doc.doc_id)
-        if not rec or index.store.get_document(doc.doc_id) is not None:
-            continue
-        index.store.upsert_document(doc.doc_id, doc.text, title=doc.title)
-        index.store.publish_version(
-            doc.doc_id,
-            rec["summary"],
-            expected_version=None,
-            created_by=rec.get("method") or options.summary_method,
-            reason="eval",
-            summary_tokens=rec.get("summary_tokens") or estimate_tokens(rec["summary"]),
-        )
-        index.sync_document(doc.doc_id)
-    if options.rule.threshold is None and (options.test_half or refine_from_traffic):
-        # the questions this index "knows": the traffic half, never the test half
-        known = [
-            (d.doc_id, q.question)
-            for d in docs
-            if d.doc_id in summaries
-            for q in d.qas[: len(d.qas) // 2]
-        ]
-        index.calibrate_threshold(known)
+    index = _eval_index(index_dir, docs, summaries, config, options, refine_from_traffic)
     retriever = FallbackRetriever(
         index,
         llm=llm,
@@ -600,37 +574,95 @@ async def _retrieval(
             rec["questions"] = before
             rec.update(_agg(before))
             if traffic:
-                rec["traffic"] = [await fallback(q, traffic=True) for q in traffic]
-                refiner = Refiner(index, ChainOfSummaries(llm, config), teach=options.refine_teach)
-                outcomes = await refiner.arun_once()
-                rec["refine"] = [
-                    {"doc_id": o.doc_id, "query": o.query, "status": o.status, "reason": o.reason}
-                    for o in outcomes
-                ]
-                rec["refine_calls"] = sum(o.usage.calls for o in outcomes)
-                if options.deepen:
-                    deepened = await refiner.adeepen_traffic(strategy=options.deepen)
-                    rec["deepen"] = [
-                        {"doc_id": o.doc_id, "status": o.status, "reason": o.reason}
-                        for o in deepened
-                    ]
-                    rec["deepen_calls"] = sum(o.usage.calls for o in deepened)
-                if options.repeat_traffic:
-                    # the same questions again, and in other words: did the misses learn?
-                    for row in rec["traffic"]:
-                        row["in_source"] = any(is_grounded(a, doc.text) for a in row["gold"])
-                    rec["traffic_again"] = [await fallback(q) for q in traffic]
-                    rec["paraphrases"] = []
-                    for q in traffic:
-                        said = await paraphrase(llm, q.question)
-                        rec["paraphrases"].append(
-                            await fallback(EvalQA(question=said, answers=q.answers))
-                        )
-                after = [await fallback(q) for q in test]
-                rec["questions_after"] = after
-                rec["test_before"] = _agg(before)
-                rec["test_after"] = _agg(after)
+                await _traffic_step(rec, doc, traffic, test, fallback, llm, index, config, options)
             write(rec)
+
+
+def _eval_index(
+    index_dir: Path,
+    docs: list[EvalDoc],
+    summaries: dict[str, dict],
+    config: CoSConfig,
+    options: RetrievalEvalOptions,
+    refine_from_traffic: bool,
+) -> Any:
+    """One index of every document with a summary (its recorded summary published as
+    version 1, the vectors written in bulk), resumed when it exists, and its threshold
+    calibrated on the questions it "knows" (the traffic half, never the test half)."""
+    from ..embeddings import LocalEmbedder
+    from ..index import CoSIndex
+
+    index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=config)
+    for doc in docs:
+        rec = summaries.get(doc.doc_id)
+        if not rec or index.store.get_document(doc.doc_id) is not None:
+            continue
+        index.store.upsert_document(doc.doc_id, doc.text, title=doc.title)
+        index.store.publish_version(
+            doc.doc_id,
+            rec["summary"],
+            expected_version=None,
+            created_by=rec.get("method") or options.summary_method,
+            reason="eval",
+            summary_tokens=rec.get("summary_tokens") or estimate_tokens(rec["summary"]),
+        )
+    # the new documents, and any a stopped run published without its vectors
+    index.sync_documents(index.store.needs_index())
+    if options.rule.threshold is None and (options.test_half or refine_from_traffic):
+        known = [
+            (d.doc_id, q.question)
+            for d in docs
+            if d.doc_id in summaries
+            for q in d.qas[: len(d.qas) // 2]
+        ]
+        index.calibrate_threshold(known)
+    return index
+
+
+async def _traffic_step(
+    rec: dict[str, Any],
+    doc: EvalDoc,
+    traffic: list[EvalQA],
+    test: list[EvalQA],
+    fallback: Callable[..., Any],
+    llm: ChatModel,
+    index: Any,
+    config: CoSConfig,
+    options: RetrievalEvalOptions,
+) -> None:
+    """refine_from_traffic for one document, into ``rec``: the traffic half asked (its
+    misses queue refine jobs), one refine pass (then CoS rounds on documents with traffic
+    when ``options.deepen``), the traffic asked again and in paraphrases when
+    ``options.repeat_traffic``, and the test half asked after."""
+    from ..refine import Refiner
+
+    rec["traffic"] = [await fallback(q, traffic=True) for q in traffic]
+    refiner = Refiner(index, ChainOfSummaries(llm, config), teach=options.refine_teach)
+    outcomes = await refiner.arun_once()
+    rec["refine"] = [
+        {"doc_id": o.doc_id, "query": o.query, "status": o.status, "reason": o.reason}
+        for o in outcomes
+    ]
+    rec["refine_calls"] = sum(o.usage.calls for o in outcomes)
+    if options.deepen:
+        deepened = await refiner.adeepen_traffic(strategy=options.deepen)
+        rec["deepen"] = [
+            {"doc_id": o.doc_id, "status": o.status, "reason": o.reason} for o in deepened
+        ]
+        rec["deepen_calls"] = sum(o.usage.calls for o in deepened)
+    if options.repeat_traffic:
+        # the same questions again, and in other words: did the misses learn?
+        for row in rec["traffic"]:
+            row["in_source"] = any(is_grounded(a, doc.text) for a in row["gold"])
+        rec["traffic_again"] = [await fallback(q) for q in traffic]
+        rec["paraphrases"] = []
+        for q in traffic:
+            said = await paraphrase(llm, q.question)
+            rec["paraphrases"].append(await fallback(EvalQA(question=said, answers=q.answers)))
+    after = [await fallback(q) for q in test]
+    rec["questions_after"] = after
+    rec["test_before"] = _agg(rec["questions"])
+    rec["test_after"] = _agg(after)
 
 
 class ContextualChunks:
