@@ -432,7 +432,10 @@ class FallbackRetriever:
         elif top and top[0].doc_id == best.doc_id:
             full = [best, top[0]]
         else:
-            full = [best, *await asyncio.to_thread(self._best_chunk, query, best.doc_id, embedding)]
+            chunk = await asyncio.to_thread(
+                self._best_chunk, query, best.doc_id, embedding, best.metadata.get("cos_chunks")
+            )
+            full = [best, *chunk]
         decision.full = decision.context = full
         if rule.context == "focused":
             decision.context = focus_items(query, full, limit=rule.focus_sentences)
@@ -503,10 +506,16 @@ class FallbackRetriever:
             checks=decision.checks,
         )
 
-    def _best_chunk(self, query: str, doc_id: str, embedding: list[float]) -> list[SearchHit]:
-        """The source chunk of ``doc_id`` closest to the query (chunk vectors, or the stored
-        text chunked now when the index has none); empty when the document has no text."""
-        chunks = self.index.search_chunks(query, 1, doc_ids=[doc_id], embedding=embedding)
+    def _best_chunk(
+        self, query: str, doc_id: str, embedding: list[float], count: int | None = None
+    ) -> list[SearchHit]:
+        """The source chunk of ``doc_id`` closest to the query (chunk vectors, read by id
+        when ``count`` says how many, or the stored text chunked now when the index has
+        none); empty when the document has no text."""
+        counts = {doc_id: int(count)} if isinstance(count, int) and count > 0 else None
+        chunks = self.index.search_chunks(
+            query, 1, doc_ids=[doc_id], embedding=embedding, chunk_counts=counts
+        )
         if not chunks:
             chunks = self.index.rank_stored_text(query, 1, doc_ids=[doc_id], embedding=embedding)
         return chunks[:1]
@@ -533,7 +542,7 @@ class FallbackRetriever:
         chunk = [h for h in full or context if h.kind == "chunk"][:1]
         best = next((h for h in full or context if h.kind == "summary"), None)
         if not chunk and rule.verify_chunk and best is not None and is_grounded(answer, content):
-            chunk = self._best_chunk(query, best.doc_id, embedding)
+            chunk = self._best_chunk(query, best.doc_id, embedding, best.metadata.get("cos_chunks"))
         chunk_text = chunk[0].text if chunk else ("" if rule.verify_chunk else None)
         return rule.check(answer, query, content, sources="\n".join(sources), chunk=chunk_text)
 

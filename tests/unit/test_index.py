@@ -287,3 +287,33 @@ def test_bulk_sync_writes_what_one_by_one_sync_writes(tmp_path):
     assert not any(k.startswith("doc4::") for k in got["chunks"])
     assert len({k.split("::")[0] for k in got["chunks"]}) == 4
     assert many.store.needs_index() == []
+
+
+def test_a_summary_records_its_chunk_count_and_the_chunks_read_by_id_match(tmp_path):
+    """The summary vector says how many source chunks its document has (also after a
+    summary-only re-sync), and reading a document's chunks by those ids ranks them as the
+    metadata filter does."""
+    index = CoSIndex(tmp_path / "i", embedder=HashingEmbedder(), chunk_words=12)
+    for d in docs(3):
+        index.store.upsert_document(d.doc_id, d.text, title=d.title)
+        index.store.publish_version(
+            d.doc_id, f"{d.title} v1", expected_version=None, created_by="t"
+        )
+    index.sync_documents([d.doc_id for d in docs(3)])
+    index.store.publish_version("doc1", "Doc 1 v2", expected_version=1, created_by="t")
+    index.sync_document("doc1")  # the summary alone changed: chunks are not rewritten
+
+    def counts():
+        got = index.summaries.get(include=["metadatas"])
+        return {m["doc_id"]: m["cos_chunks"] for m in got["metadatas"]}
+
+    chunks = index.chunks.get(include=["metadatas"])["metadatas"]
+    real = {d: sum(m["doc_id"] == d for m in chunks) for d in ("doc0", "doc1", "doc2")}
+    assert counts() == real and min(real.values()) > 1
+    q = "What is the rent item 3?"
+    by_filter = index.search_chunks(q, 2, doc_ids=["doc1"])
+    by_id = index.search_chunks(q, 2, doc_ids=["doc1"], chunk_counts=counts())
+    assert [(h.id, round(h.score, 6)) for h in by_id] == [
+        (h.id, round(h.score, 6)) for h in by_filter
+    ]
+    assert len(by_id) == 2 and {h.doc_id for h in by_id} == {"doc1"}
