@@ -221,9 +221,10 @@ def eval_command(
 
             def tick(rec: dict) -> None:
                 progress.advance(task)
-                progress.console.print(
-                    f"  {rec['doc_id']} {escape(rec['method'])}: F1 {rec.get('heldout_f1', 0):.3f}"
-                )
+                f1 = rec.get("heldout_f1")
+                # a distractor's summary is indexed, never scored
+                said = "indexed" if f1 is None else f"F1 {f1:.3f}"
+                progress.console.print(f"  {rec['doc_id']} {escape(rec['method'])}: {said}")
 
             try:
                 result = asyncio.run(

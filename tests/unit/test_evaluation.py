@@ -203,6 +203,37 @@ def test_cos_eval_command_over_http(tmp_path):
     assert res.exit_code == 2 and "line 1" in res.output
 
 
+def test_cos_eval_with_distractors_over_http(tmp_path):
+    """`cos eval --distractors`: the distractors' summaries print as indexed (no F1), the
+    table counts the questioned documents, and a --distractors file that repeats a --data
+    document is refused (exit 2)."""
+    from openai_server import FakeOpenAIServer
+    from typer.testing import CliRunner
+
+    from cos_integrations.cli import app
+
+    data = write_dataset(tmp_path / "d.jsonl", n=2)
+    extra = tmp_path / "x.jsonl"
+    extra.write_text(
+        json.dumps({"doc_id": "x0", "title": "X0", "text": make_document(8, topic="other")}) + "\n"
+    )
+    out = tmp_path / "r.json"
+    base = ["eval", "--data", str(data), "--methods", "rag", "--summary-method", "zero-shot"]
+    base += ["--test-half", "--out", str(out), "--model", "fake", "--context-tokens", "4096"]
+    with FakeOpenAIServer(ScriptedFakeModel(thesis_facts=2)) as server:
+        args = [*base, "--base-url", server.base_url, "--distractors", str(extra)]
+        res = CliRunner().invoke(app, args, catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        assert "x0 zero-shot: indexed" in res.output
+        saved = json.loads(out.read_text())
+        assert saved["docs"] == 2 and saved["distractors"] == 1
+        clash = tmp_path / "c.jsonl"
+        clash.write_text(data.read_text().splitlines()[0] + "\n")
+        args = [*base, "--base-url", server.base_url, "--distractors", str(clash)]
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "repeats" in res.output
+
+
 def test_refine_from_traffic_learns_only_from_the_traffic_half(tmp_path):
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     model = ScriptedFakeModel(thesis_facts=2)
