@@ -65,8 +65,8 @@ def fill_chunk_checks(recs: list[dict], path: Path) -> None:
     judge's answer and that document, so they can be computed after the run from the index
     the run left: ``in_chunk`` (the answer occurs in the chunk) where it was not recorded,
     and ``chunk_supported`` (one sentence of the chunk, not of the summary, supports it)."""
-    from cos_integrations.hit_rule import is_grounded, is_supported
-    from cos_integrations.index import CoSIndex
+    from cos_integrations.serving.hit_rule import is_grounded, is_supported
+    from cos_integrations.serving.index import CoSIndex
 
     index = CoSIndex(path, create=False)
     for r in recs:

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.embeddings import LocalEmbedder
-from cos_integrations.index import CoSIndex
+from cos_integrations.embedded.embeddings import LocalEmbedder
+from cos_integrations.embedded.server import LocalModelServer
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.local import LocalModelServer
+from cos_integrations.serving.index import CoSIndex
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-chunks.jsonl"
 

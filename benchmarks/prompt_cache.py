@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from cos_integrations import ChainOfSummaries, CoSConfig, prompts
-from cos_integrations.local import LocalModelServer
+from cos_integrations.embedded.server import LocalModelServer
 from cos_integrations.text import estimate_tokens
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-chunks.jsonl"
@@ -64,7 +64,7 @@ def main() -> None:
     out = {}
     for layout in ("document-first", "document-last"):
         if layout == "document-last":
-            import cos_integrations.engine as engine_mod
+            import cos_integrations.summarize.engine as engine_mod
 
             for name in ("thesis_messages", "questions_messages", "rewrite_messages"):
                 setattr(engine_mod, name, document_last(getattr(prompts, name)))

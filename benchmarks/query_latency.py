@@ -13,9 +13,9 @@ import argparse
 import statistics
 import time
 
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.index import CoSIndex
-from cos_integrations.retrieval import FallbackRetriever
+from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.serving.index import CoSIndex
+from cos_integrations.serving.retrieval import FallbackRetriever
 
 QUERIES = [
     "When is the rent due?",

@@ -25,7 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cos_integrations.embeddings import LocalEmbedder
+from cos_integrations.embedded.embeddings import LocalEmbedder
 from cos_integrations.metrics import squad_f1
 
 

@@ -7,7 +7,7 @@ Refinement from traffic teaches a summary the facts the traffic half asked about
 1-5 of each document); the test half (questions 6-10) can only gain hits where it asks about
 the same facts. A test question "shares a fact" with the traffic half when the source
 sentence that answers it (the sentence holding a gold answer and the most of the question's
-key words, :func:`~cos_integrations.hit_rule.supporting_sentence`) also answers a traffic
+key words, :func:`~cos_integrations.serving.hit_rule.supporting_sentence`) also answers a traffic
 question. Over the data alone this is the ceiling of what any teaching of the traffic half
 can reach. For each recorded ``--refine-from-traffic`` run it then prints, per phase, why
 each test question missed (below the threshold, routing disagrees, no focused sentence,
@@ -27,8 +27,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from cos_integrations.hit_rule import supporting_sentence
 from cos_integrations.metrics import normalize_answer
+from cos_integrations.serving.hit_rule import supporting_sentence
 
 
 def _answering(question: str, answers: list[str], text: str) -> dict[str, str]:

@@ -28,7 +28,7 @@ def free_port() -> int:
 
 
 def pick_document(index_dir: Path) -> str:
-    from cos_integrations.index import CoSIndex
+    from cos_integrations.serving.index import CoSIndex
 
     index = CoSIndex(index_dir, create=False)
     try:

@@ -30,10 +30,10 @@ import statistics
 import time
 from pathlib import Path
 
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.index import CoSIndex
-from cos_integrations.retrieval import FallbackRetriever
+from cos_integrations.embedded.embeddings import HashingEmbedder
+from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.serving.index import CoSIndex
+from cos_integrations.serving.retrieval import FallbackRetriever
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FILES = ("squad-v1.1-dev-chunks.jsonl", "covidqa-part-a.jsonl", "fairytaleqa-train.jsonl")

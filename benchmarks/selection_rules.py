@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from cos_integrations.engine import select_iteration
-from cos_integrations.result import IterationRecord
+from cos_integrations.summarize.engine import select_iteration
+from cos_integrations.summarize.result import IterationRecord
 
 Iteration = dict
 Rule = Callable[[list[Iteration]], Iteration]

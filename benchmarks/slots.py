@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.embeddings import LocalEmbedder
-from cos_integrations.engine import ModelRun
-from cos_integrations.index import CoSIndex
+from cos_integrations.embedded.embeddings import LocalEmbedder
+from cos_integrations.embedded.server import LocalModelServer
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.local import LocalModelServer
-from cos_integrations.questions import QAPair
+from cos_integrations.serving.index import CoSIndex
+from cos_integrations.summarize.engine import ModelRun
+from cos_integrations.summarize.questions import QAPair
 from cos_integrations.usage import Usage
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-chunks.jsonl"

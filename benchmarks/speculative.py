@@ -19,8 +19,8 @@ import urllib.request
 from pathlib import Path
 
 from cos_integrations import CoSConfig
-from cos_integrations.local import LocalModelServer
-from cos_integrations.prompts import thesis_messages
+from cos_integrations.embedded.server import LocalModelServer
+from cos_integrations.summarize.prompts import thesis_messages
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-chunks.jsonl"
 SETTINGS = ((0, 6), (16, 3), (8, 3), (16, 6), (8, 6))

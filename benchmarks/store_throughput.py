@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from cos_integrations.embeddings import HashingEmbedder  # noqa: E402
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.index import CoSIndex  # noqa: E402
+from cos_integrations.embedded.embeddings import HashingEmbedder  # noqa: E402
+from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.serving.index import CoSIndex  # noqa: E402
 
 
 def build(path: Path, docs: int, store_url: str | None) -> None:
@@ -51,7 +51,7 @@ def build(path: Path, docs: int, store_url: str | None) -> None:
 
 
 def client(path: str, store_url: str | None, mode: str, seconds: float, out) -> None:
-    from cos_integrations.retrieval import FallbackRetriever
+    from cos_integrations.serving.retrieval import FallbackRetriever
 
     index = CoSIndex(path, create=False, store_url=store_url)
     retriever = FallbackRetriever(index, k=4, refine_on_miss="off", rule=HitRule(threshold=0.0))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import cos_integrations
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.local import LocalModelServer
+from cos_integrations.embedded.server import LocalModelServer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-v1.1-dev-chunks.jsonl"
 

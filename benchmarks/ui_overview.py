@@ -24,9 +24,9 @@ from pathlib import Path
 
 import httpx
 
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.index import CoSIndex
-from cos_integrations.questions import QAPair
+from cos_integrations.embedded.embeddings import HashingEmbedder
+from cos_integrations.serving.index import CoSIndex
+from cos_integrations.summarize.questions import QAPair
 
 
 def build(path: Path, docs: int, events: int) -> None:

@@ -12,39 +12,48 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .version import __version__ as __version__
+from cos_integrations.version import __version__ as __version__
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "BackgroundRefiner": "refine",
-    "ChainOfSummaries": "engine",
+    "BackgroundRefiner": "serving.refine",
+    "ChainOfSummaries": "summarize.engine",
     "ChatModel": "model",
     "ChatResult": "model",
-    "CoSConfig": "config",
+    "CoSConfig": "summarize.config",
     "CoSError": "errors",
-    "CoSIndex": "index",
+    "CoSIndex": "serving.index",
     "CoSModelError": "errors",
     "CoSOutputError": "errors",
-    "CoSResult": "result",
-    "FallbackRetriever": "retrieval",
-    "HitRule": "hit_rule",
-    "IngestReport": "index",
-    "IterationRecord": "result",
+    "CoSResult": "summarize.result",
+    "FallbackRetriever": "serving.retrieval",
+    "HitRule": "serving.hit_rule",
+    "IngestReport": "serving.index",
+    "IterationRecord": "summarize.result",
+    "LocalEmbedder": "embedded.embeddings",
     "OpenAIChatModel": "model",
-    "PRESETS": "config",
-    "PROMPT_VERSION": "prompts",
-    "QAPair": "questions",
-    "QuestionScore": "result",
-    "RefineOutcome": "refine",
-    "Refiner": "refine",
-    "RetrievalResult": "retrieval",
-    "SearchHit": "index",
+    "PRESETS": "summarize.config",
+    "PROMPT_VERSION": "summarize.prompts",
+    "QAPair": "summarize.questions",
+    "QuestionScore": "summarize.result",
+    "RefineOutcome": "serving.refine",
+    "Refiner": "serving.refine",
+    "RetrievalResult": "serving.retrieval",
+    "SearchHit": "serving.index",
     "Usage": "usage",
+    "answer_from": "serving.retrieval",
     "exact_match": "metrics",
+    "load_paths": "loaders",
     "normalize_answer": "metrics",
-    "read_manifest": "index",
+    "open_model": "embedded.runtime",
+    "read_manifest": "serving.index",
     "rouge_l": "metrics",
     "run_sync": "sync",
     "squad_f1": "metrics",
@@ -65,6 +74,7 @@ __all__ = [
     "HitRule",
     "IngestReport",
     "IterationRecord",
+    "LocalEmbedder",
     "OpenAIChatModel",
     "PRESETS",
     "PROMPT_VERSION",
@@ -75,13 +85,74 @@ __all__ = [
     "RetrievalResult",
     "SearchHit",
     "Usage",
+    "answer_from",
     "exact_match",
+    "load_paths",
     "normalize_answer",
+    "open_model",
     "read_manifest",
     "rouge_l",
     "run_sync",
     "squad_f1",
 ]
+
+# modules that moved into the subpackages in 0.2 (old name -> new path under this package):
+# ``import cos_integrations.index`` still works, with a DeprecationWarning, until 0.3
+MOVED_MODULES = {
+    "config": "summarize.config",
+    "engine": "summarize.engine",
+    "guard": "summarize.guard",
+    "prompts": "summarize.prompts",
+    "questions": "summarize.questions",
+    "result": "summarize.result",
+    "db": "storage.db",
+    "migrate": "storage.migrate",
+    "refine_queue": "storage.refine_queue",
+    "store": "storage.store",
+    "export": "serving.export",
+    "hit_rule": "serving.hit_rule",
+    "index": "serving.index",
+    "oversight": "serving.oversight",
+    "refine": "serving.refine",
+    "retrieval": "serving.retrieval",
+    "stats": "serving.stats",
+    "embeddings": "embedded.embeddings",
+    "local": "embedded.server",
+    "runtime": "embedded.runtime",
+}
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old module path (``cos_integrations.index``) as the module at its new one,
+    the very same module object, with a warning."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, Any] = {}
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        package, _, leaf = fullname.rpartition(".")
+        if package != __name__ or leaf not in MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> ModuleType:
+        new = f"{__name__}.{MOVED_MODULES[spec.name.rpartition('.')[2]]}"
+        warnings.warn(
+            f"{spec.name} moved to {new}; the old path goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        module = importlib.import_module(new)
+        # the import system overwrites the module's spec with the old name's; put it back
+        self._specs[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__spec__ = self._specs.pop(module.__spec__.name, module.__spec__)
+
+
+if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
+    sys.meta_path.append(_MovedModuleFinder())
 
 
 def __getattr__(name: str) -> Any:
@@ -98,17 +169,20 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
-    from .config import PRESETS, CoSConfig
-    from .engine import ChainOfSummaries
-    from .errors import CoSError, CoSModelError, CoSOutputError
-    from .hit_rule import HitRule
-    from .index import CoSIndex, IngestReport, SearchHit, read_manifest
-    from .metrics import exact_match, normalize_answer, rouge_l, squad_f1
-    from .model import ChatModel, ChatResult, OpenAIChatModel
-    from .prompts import PROMPT_VERSION
-    from .questions import QAPair
-    from .refine import BackgroundRefiner, RefineOutcome, Refiner
-    from .result import CoSResult, IterationRecord, QuestionScore
-    from .retrieval import FallbackRetriever, RetrievalResult
-    from .sync import run_sync
-    from .usage import Usage
+    from cos_integrations.embedded.embeddings import LocalEmbedder
+    from cos_integrations.embedded.runtime import open_model
+    from cos_integrations.errors import CoSError, CoSModelError, CoSOutputError
+    from cos_integrations.loaders import load_paths
+    from cos_integrations.metrics import exact_match, normalize_answer, rouge_l, squad_f1
+    from cos_integrations.model import ChatModel, ChatResult, OpenAIChatModel
+    from cos_integrations.serving.hit_rule import HitRule
+    from cos_integrations.serving.index import CoSIndex, IngestReport, SearchHit, read_manifest
+    from cos_integrations.serving.refine import BackgroundRefiner, RefineOutcome, Refiner
+    from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, answer_from
+    from cos_integrations.summarize.config import PRESETS, CoSConfig
+    from cos_integrations.summarize.engine import ChainOfSummaries
+    from cos_integrations.summarize.prompts import PROMPT_VERSION
+    from cos_integrations.summarize.questions import QAPair
+    from cos_integrations.summarize.result import CoSResult, IterationRecord, QuestionScore
+    from cos_integrations.sync import run_sync
+    from cos_integrations.usage import Usage

@@ -69,7 +69,7 @@ DEFAULT_VERIFY_ROUTE: bool | None = None
 # 0.80 would never ask the judge (BENCHMARKS.md).
 CALIBRATION_QUANTILE = 0.25
 
-# the names of CoSConfig's presets (cos_integrations.config.PRESETS maps them to configs)
+# the names of CoSConfig's presets (cos_integrations.summarize.config.PRESETS maps them to configs)
 PRESET_NAMES: tuple[str, ...] = ("default", "fast", "paper", "tiered")
 
 # What `cos ingest`, both frameworks' transforms and a new CoSIndex summarise with: the

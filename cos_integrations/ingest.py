@@ -25,13 +25,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import ChainOfSummaries
-from .errors import CoSError
-from .guard import summary_flags
-from .loaders import SourceDocument
-from .result import CoSResult
-from .store import DocumentRecord, SummaryStore, SummaryVersion, content_hash
-from .usage import Usage
+from cos_integrations.errors import CoSError
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.storage.store import (
+    DocumentRecord,
+    SummaryStore,
+    SummaryVersion,
+    content_hash,
+)
+from cos_integrations.summarize.engine import ChainOfSummaries
+from cos_integrations.summarize.guard import summary_flags
+from cos_integrations.summarize.result import CoSResult
+from cos_integrations.usage import Usage
 
 __all__ = [
     "IngestReport",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .sections import (
+from cos_integrations.sections import (
     MAX_SECTION_WORDS,
     MIN_SECTION_WORDS,
     PATH_SEPARATOR,

@@ -30,12 +30,12 @@ def __getattr__(name: str) -> object:
     ``hit_rule.py`` (``hit_rule.EVIDENCE``), with a warning, for one release (gone in 0.3)."""
     import importlib
 
-    hit_rule = importlib.import_module(".hit_rule", __package__)
+    hit_rule = importlib.import_module("cos_integrations.serving.hit_rule")
     if name in hit_rule.EVIDENCE:
         import warnings
 
         warnings.warn(
-            f"cos_integrations.metrics.{name} moved to cos_integrations.hit_rule.{name}; "
+            f"cos_integrations.metrics.{name} moved to cos_integrations.serving.hit_rule.{name}; "
             "the old name goes in 0.3",
             DeprecationWarning,
             stacklevel=2,

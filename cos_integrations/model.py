@@ -24,8 +24,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import openai
 
-from .errors import CoSModelError
-from .usage import Usage
+from cos_integrations.errors import CoSModelError
+from cos_integrations.usage import Usage
 
 __all__ = ["ChatModel", "ChatResult", "OpenAIChatModel", "resolve_openai_settings"]
 
@@ -98,7 +98,7 @@ def resolve_openai_settings(
         if base_url is None:
             raise ValueError(
                 "No model endpoint configured: pass base_url= or api_key=, or set COS_BASE_URL "
-                "or OPENAI_API_KEY (or use cos_integrations.local for the embedded model)."
+                "or OPENAI_API_KEY (or cos_integrations.open_model() for the embedded model)."
             )
         api_key = "sk-no-key-required"
     return model, base_url, api_key

@@ -22,14 +22,18 @@ import asyncio
 import time
 from pathlib import Path
 
-from cos_integrations import CoSConfig, HitRule
-from cos_integrations.embeddings import LocalEmbedder
-from cos_integrations.engine import ChainOfSummaries
-from cos_integrations.export import collect_entries, render_llms_full, render_llms_txt
-from cos_integrations.index import CoSIndex
-from cos_integrations.loaders import load_paths
-from cos_integrations.retrieval import FallbackRetriever, answer_from
-from cos_integrations.runtime import open_model
+from cos_integrations import (
+    ChainOfSummaries,
+    CoSConfig,
+    CoSIndex,
+    FallbackRetriever,
+    HitRule,
+    LocalEmbedder,
+    answer_from,
+    load_paths,
+    open_model,
+)
+from cos_integrations.serving.export import collect_entries, render_llms_full, render_llms_txt
 
 TUTORIAL = Path("/usr/share/doc/python3-doc/html/tutorial")
 QUESTIONS = [

@@ -14,10 +14,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
-from cos_integrations import CoSConfig
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.loaders import load_paths
-from cos_integrations.runtime import open_model
+from cos_integrations import CoSConfig, HitRule, load_paths, open_model
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
 
 HERE = Path(__file__).parent

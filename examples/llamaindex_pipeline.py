@@ -16,10 +16,7 @@ from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from cos_integrations import CoSConfig
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.loaders import load_paths
-from cos_integrations.runtime import open_model
+from cos_integrations import CoSConfig, HitRule, load_paths, open_model
 from llamaindex_ext import (
     CoSExpandToSourcePostprocessor,
     CoSFallbackRetriever,

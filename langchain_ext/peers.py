@@ -32,8 +32,8 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from cos_integrations.index import SearchHit
 from cos_integrations.research.peers import MeteredChatModel, PeerDoc, PeerSetup
+from cos_integrations.serving.index import SearchHit
 
 from .chat_model import CoSChatModel
 from .embeddings import CoSLocalEmbeddings

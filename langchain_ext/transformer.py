@@ -20,7 +20,7 @@ from cos_integrations.ingest import (
     summary_metadata,
 )
 from cos_integrations.loaders import SourceDocument, load_site
-from cos_integrations.store import SummaryStore
+from cos_integrations.storage.store import SummaryStore
 
 from .chat_model import as_chat_model
 

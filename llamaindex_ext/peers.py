@@ -36,8 +36,8 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeWithScore
 from llama_index.llms.openai_like import OpenAILike
 
-from cos_integrations.index import SearchHit
 from cos_integrations.research.peers import PeerDoc, PeerSetup
+from cos_integrations.serving.index import SearchHit
 
 from .embeddings import CoSLocalEmbedding
 

@@ -22,10 +22,10 @@ from pydantic import PrivateAttr
 
 from cos_integrations import CoSConfig
 from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
-from cos_integrations.embeddings import LocalEmbedder
-from cos_integrations.hit_rule import HitRule, apply_legacy
-from cos_integrations.index import CoSIndex, SearchHit, read_manifest
-from cos_integrations.retrieval import FallbackRetriever, RetrievalResult, cite
+from cos_integrations.embedded.embeddings import LocalEmbedder
+from cos_integrations.serving.hit_rule import HitRule, apply_legacy
+from cos_integrations.serving.index import CoSIndex, SearchHit, read_manifest
+from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, cite
 
 from .embeddings import as_embedder
 from .llm import as_chat_model

@@ -20,7 +20,6 @@ from llama_index.core.schema import (
 from pydantic import Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
-from cos_integrations.db import strip_password
 from cos_integrations.ingest import (
     CoSIngestError,
     IngestReport,
@@ -30,7 +29,8 @@ from cos_integrations.ingest import (
     summary_metadata,
 )
 from cos_integrations.loaders import SourceDocument, load_site
-from cos_integrations.store import SummaryStore
+from cos_integrations.storage.db import strip_password
+from cos_integrations.storage.store import SummaryStore
 from cos_integrations.text import chunk_text
 
 from .llm import as_chat_model

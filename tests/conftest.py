@@ -11,8 +11,8 @@ import pytest
 from fakes import ScriptedFakeModel
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.index import CoSIndex
+from cos_integrations.embedded.embeddings import HashingEmbedder
+from cos_integrations.serving.index import CoSIndex
 
 
 @pytest.fixture

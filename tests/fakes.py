@@ -386,7 +386,7 @@ def llamaindex_hash_embedding(dim: int = 256):
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from pydantic import PrivateAttr
 
-    from cos_integrations.embeddings import HashingEmbedder
+    from cos_integrations.embedded.embeddings import HashingEmbedder
 
     class HashEmbedding(BaseEmbedding):
         _impl: HashingEmbedder = PrivateAttr()

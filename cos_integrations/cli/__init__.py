@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import typer
 
-from . import admin, commands, evaluate, ui
+from cos_integrations.cli import admin, commands, evaluate, ui
 
 __all__ = ["app", "main"]
 

@@ -1,5 +1,5 @@
 """``python -m cos_integrations.cli``: the ``cos`` command."""
 
-from . import main
+from cos_integrations.cli import main
 
 main()

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .common import IndexOpt, StoreUrlOpt, console, err, open_index
+from cos_integrations.cli.common import IndexOpt, StoreUrlOpt, console, err, open_index
 
 __all__ = ["app"]
 
@@ -67,7 +67,7 @@ UserOpt = Annotated[
 def _act(fn, *args, **kw) -> None:
     """Run an oversight action; a refused one is a clear error and exit code 1, an
     unknown version exit code 2."""
-    from ..oversight import ActionRefused
+    from cos_integrations.serving.oversight import ActionRefused
 
     try:
         fn(*args, **kw)
@@ -80,7 +80,7 @@ def _act(fn, *args, **kw) -> None:
 
 
 def _user(user: str | None) -> str:
-    from ..oversight import default_user
+    from cos_integrations.serving.oversight import default_user
 
     return user or default_user()
 
@@ -103,7 +103,7 @@ def pin(
     user: UserOpt = None,
 ) -> None:
     """Publish a human summary that refinement never overwrites (it only suggests)."""
-    from .. import oversight
+    from cos_integrations.serving import oversight
 
     idx = open_index(index, store_url=store_url)
     doc = _doc_or_exit(idx, doc_id)
@@ -134,7 +134,7 @@ def unpin(
     user: UserOpt = None,
 ) -> None:
     """Let refinement publish new versions of this document again."""
-    from .. import oversight
+    from cos_integrations.serving import oversight
 
     _on_document(index, store_url, doc_id, oversight.unpin, user=user)
     console.print(f"{doc_id}: unpinned")
@@ -175,7 +175,7 @@ def revert(
     user: UserOpt = None,
 ) -> None:
     """Make an earlier version current again (and re-index it)."""
-    from .. import oversight
+    from cos_integrations.serving import oversight
 
     _on_document(index, store_url, doc_id, oversight.revert, version, user=user)
     console.print(f"{doc_id}: reverted to v{version}")
@@ -190,7 +190,7 @@ def accept(
     user: UserOpt = None,
 ) -> None:
     """Accept a suggested version of a pinned document."""
-    from .. import oversight
+    from cos_integrations.serving import oversight
 
     _on_document(index, store_url, doc_id, oversight.accept, version, user=user)
     console.print(f"{doc_id}: accepted v{version}")
@@ -205,7 +205,7 @@ def reject(
     user: UserOpt = None,
 ) -> None:
     """Reject a suggested version of a pinned document."""
-    from .. import oversight
+    from cos_integrations.serving import oversight
 
     _on_document(index, store_url, doc_id, oversight.reject, version, user=user)
     console.print(f"{doc_id}: v{version} rejected")
@@ -214,7 +214,7 @@ def reject(
 @app.command()
 def stats(index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> None:
     """Hits, misses, hit rate per day, tokens saved and break-even query counts."""
-    from ..stats import compute_stats
+    from cos_integrations.serving.stats import compute_stats
 
     idx = open_index(index, store_url=store_url)
     s = compute_stats(idx.store)
@@ -261,7 +261,12 @@ def export_llms_txt(
     ] = None,
 ) -> None:
     """Write llms.txt (llmstxt.org) and llms-full.txt from the current summaries."""
-    from ..export import collect_entries, render_llms_full, render_llms_txt, write_pages
+    from cos_integrations.serving.export import (
+        collect_entries,
+        render_llms_full,
+        render_llms_txt,
+        write_pages,
+    )
 
     idx = open_index(index, store_url=store_url)
     entries = collect_entries(idx, base_url=base_url)
@@ -296,9 +301,9 @@ def migrate_store(
 ) -> None:
     """Copy an index's store (its SQLite file by default) into another database; idempotent,
     verified (row counts, current versions), the source only read."""
-    from ..db import StoreError, redact_url
-    from ..migrate import copy_store
-    from ..store import SummaryStore
+    from cos_integrations.storage.db import StoreError, redact_url
+    from cos_integrations.storage.migrate import copy_store
+    from cos_integrations.storage.store import SummaryStore
 
     idx = open_index(index, store_url=store_url)
     try:

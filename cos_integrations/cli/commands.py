@@ -13,13 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..defaults import (
-    DEFAULT_DEEPEN_STRATEGY,
-    DEFAULT_PRESET,
-    DEFAULT_REFINE_TEACH,
-    PRESET_NAMES,
-)
-from .common import (
+from cos_integrations.cli.common import (
     BaseUrlOpt,
     ChromaOpt,
     HitContextOpt,
@@ -41,6 +35,12 @@ from .common import (
     progress_bar,
     rule_levers,
     setup_logging,
+)
+from cos_integrations.defaults import (
+    DEFAULT_DEEPEN_STRATEGY,
+    DEFAULT_PRESET,
+    DEFAULT_REFINE_TEACH,
+    PRESET_NAMES,
 )
 
 __all__ = ["app"]
@@ -102,11 +102,11 @@ def ingest(
 
     Re-running on the same tree re-summarises only what changed (by content hash) and
     retires what is gone (--retire-missing)."""
-    from ..config import CoSConfig
-    from ..engine import ChainOfSummaries
-    from ..index import read_manifest
-    from ..loaders import load_paths
-    from ..runtime import open_model
+    from cos_integrations.embedded.runtime import open_model
+    from cos_integrations.loaders import load_paths
+    from cos_integrations.serving.index import read_manifest
+    from cos_integrations.summarize.config import CoSConfig
+    from cos_integrations.summarize.engine import ChainOfSummaries
 
     setup_logging(verbose)
     overrides = {"strategy": strategy} if strategy else {}
@@ -138,7 +138,7 @@ def ingest(
         config=config,
         embedder=make_embedder(embedder) if not (index / "manifest.json").exists() else None,
     )
-    from ..store import content_hash
+    from cos_integrations.storage.store import content_hash
 
     cfg_hash = config.config_hash()
     pending = [
@@ -182,7 +182,7 @@ def ingest(
 def _retire_missing(idx, paths, docs, problems, sections: bool) -> None:
     """Retire what the ingested folders (or sectioned pages) no longer hold; nothing when a
     file failed to load (a read error must not retire its documents)."""
-    from ..loaders import doc_id_for
+    from cos_integrations.loaders import doc_id_for
 
     prefixes = [
         f"{p.absolute().name}/" if p.is_dir() else f"{doc_id_for(p)}#"
@@ -258,8 +258,8 @@ def query(
 
     The hit rule is the index's (the one it was calibrated with), with the options given
     here changed; --judge defaults to llm with --answer, else score."""
-    from ..retrieval import FallbackRetriever, answer_from
-    from ..runtime import open_model
+    from cos_integrations.embedded.runtime import open_model
+    from cos_integrations.serving.retrieval import FallbackRetriever, answer_from
 
     setup_logging(verbose)
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
@@ -385,9 +385,9 @@ def refine(
     if not pending and not watch and not deepen:
         console.print("no pending refine jobs")
         return
-    from ..engine import ChainOfSummaries
-    from ..refine import Refiner
-    from ..runtime import open_model
+    from cos_integrations.embedded.runtime import open_model
+    from cos_integrations.serving.refine import Refiner
+    from cos_integrations.summarize.engine import ChainOfSummaries
 
     with open_model(
         model,
@@ -428,7 +428,7 @@ def serve_local(
     n_ctx: Annotated[int, typer.Option(help="Context size in tokens.")] = 8192,
 ) -> None:
     """Serve the embedded model on 127.0.0.1 (OpenAI-compatible) until Ctrl-C."""
-    from ..local import LocalModelError, LocalModelServer
+    from cos_integrations.embedded.server import LocalModelError, LocalModelServer
 
     server = LocalModelServer(local_model, n_ctx=n_ctx, port=port, shared=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..defaults import HitContext, Judge, RefineTeach
+from cos_integrations.defaults import HitContext, Judge, RefineTeach
 
 __all__ = [
     "console",
@@ -152,7 +152,7 @@ def setup_logging(verbose: bool) -> None:
 
 def make_embedder(kind: str):
     """The embedder named on the command line: ``e5`` (local) or ``hashing``."""
-    from ..embeddings import HashingEmbedder, LocalEmbedder
+    from cos_integrations.embedded.embeddings import HashingEmbedder, LocalEmbedder
 
     if kind == "e5":
         return LocalEmbedder()
@@ -172,8 +172,8 @@ def open_index(
     """Open (or with ``create`` make) the index at ``index``; a missing index, a store that
     cannot be opened (unreachable, wrong password, no schema, newer schema) exits with 2,
     with one line naming the store URL without its password."""
-    from ..db import StoreError
-    from ..index import CoSIndex
+    from cos_integrations.serving.index import CoSIndex
+    from cos_integrations.storage.db import StoreError
 
     try:
         return CoSIndex(index, chroma_url=chroma_url, create=create, store_url=store_url, **kw)

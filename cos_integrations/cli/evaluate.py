@@ -10,10 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..defaults import (
-    DEFAULT_REFINE_TEACH,
-)
-from .common import (
+from cos_integrations.cli.common import (
     BaseUrlOpt,
     HitContextOpt,
     JudgeOpt,
@@ -30,6 +27,9 @@ from .common import (
     progress_bar,
     rule_levers,
     setup_logging,
+)
+from cos_integrations.defaults import (
+    DEFAULT_REFINE_TEACH,
 )
 
 __all__ = ["app"]
@@ -142,15 +142,15 @@ def eval_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
-    from ..hit_rule import HitRule
-    from ..research.evaluation import (
+    from cos_integrations.embedded.runtime import describe_choice, open_model
+    from cos_integrations.research.evaluation import (
         DatasetError,
         RetrievalEvalOptions,
         load_dataset,
         run_eval,
     )
-    from ..research.peers import PeerUnavailable
-    from ..runtime import describe_choice, open_model
+    from cos_integrations.research.peers import PeerUnavailable
+    from cos_integrations.serving.hit_rule import HitRule
 
     setup_logging(verbose)
     try:
@@ -251,7 +251,7 @@ def eval_command(
     _print_result(result)
     console.print(f"wrote {out}")
     if plot:
-        from ..research.evaluation import plot as draw
+        from cos_integrations.research.evaluation import plot as draw
 
         draw(result, plot)
         console.print(f"wrote {plot}")
@@ -274,7 +274,7 @@ def _config(
 ):
     """The summarisers' config: a named preset (the budget and context still apply), or
     the question and iteration options; ``ValueError`` when they do not fit."""
-    from ..config import CoSConfig
+    from cos_integrations.summarize.config import CoSConfig
 
     if preset:
         return CoSConfig.preset(
@@ -292,7 +292,7 @@ def _config(
 
 def _print_result(result: dict) -> None:
     """The summary methods' table, the retrieval table and the hit-context ablation."""
-    from ..research.evaluation import (
+    from cos_integrations.research.evaluation import (
         ABLATION_COLUMNS,
         RETRIEVAL_COLUMNS,
         ablation_table,

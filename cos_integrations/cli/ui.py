@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from .common import ChromaOpt, IndexOpt, StoreUrlOpt, console, err, open_index
+from cos_integrations.cli.common import ChromaOpt, IndexOpt, StoreUrlOpt, console, err, open_index
 
 __all__ = ["app", "is_loopback"]
 
@@ -64,7 +64,7 @@ def ui(
     try:
         import uvicorn
 
-        from ..web import create_app
+        from cos_integrations.web import create_app
     except ImportError as exc:
         err.print(
             f"[red]error:[/] `cos ui` needs the ui extra ({escape(str(exc))}): "

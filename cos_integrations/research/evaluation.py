@@ -24,19 +24,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..config import CoSConfig
-from ..defaults import DEFAULT_REFINE_TEACH, RefineTeach
-from ..engine import ChainOfSummaries, ModelRun
-from ..hit_rule import HitRule, is_grounded
-from ..metrics import exact_match, squad_f1
-from ..model import ChatModel
-from ..prompts import ANSWERS_SCHEMA, answer_messages
-from ..questions import ParseError, parse_answers
-from ..result import IterationRecord
-from ..text import estimate_tokens
-from ..usage import Usage
-from .peers import PEERS, PeerDoc, PeerSetup, PeerUnavailable, load_peer
-from .reference import reference_summarize
+from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
+from cos_integrations.metrics import exact_match, squad_f1
+from cos_integrations.model import ChatModel
+from cos_integrations.research.peers import PEERS, PeerDoc, PeerSetup, PeerUnavailable, load_peer
+from cos_integrations.research.reference import reference_summarize
+from cos_integrations.serving.hit_rule import HitRule, is_grounded
+from cos_integrations.summarize.config import CoSConfig
+from cos_integrations.summarize.engine import ChainOfSummaries, ModelRun
+from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages
+from cos_integrations.summarize.questions import ParseError, parse_answers
+from cos_integrations.summarize.result import IterationRecord
+from cos_integrations.text import estimate_tokens
+from cos_integrations.usage import Usage
 
 __all__ = [
     "EvalDoc",
@@ -355,7 +355,7 @@ class AnswerCache:
                 self.memo[entry["key"]] = (entry["answer"], Usage.model_validate(entry["usage"]))
 
     async def __call__(self, q: EvalQA, items: list) -> tuple[str | None, Usage]:
-        from ..retrieval import ask
+        from cos_integrations.serving.retrieval import ask
 
         key = _digest([self.model_name, q.question, [(h.id, h.text) for h in items]])
         if key not in self.memo:
@@ -437,7 +437,7 @@ async def _retrieval(
     every method. ``label`` names the fallback records (``fallback[cos]`` when several
     summary strategies are compared, each over its own index).
     """
-    from ..retrieval import FallbackRetriever, focus_items
+    from cos_integrations.serving.retrieval import FallbackRetriever, focus_items
 
     index = _eval_index(index_dir, docs, summaries, config, options, refine_from_traffic)
     retriever = FallbackRetriever(
@@ -529,7 +529,7 @@ async def _retrieval(
         return out
 
     async def right_doc(q: EvalQA, doc: EvalDoc) -> dict[str, Any]:
-        from ..index import SearchHit
+        from cos_integrations.serving.index import SearchHit
 
         item = SearchHit(doc.doc_id, doc.doc_id, doc.text, 1.0, {"title": doc.title}, "doc")
         ans, usage = await answer(q, [item])
@@ -589,8 +589,8 @@ def _eval_index(
     """One index of every document with a summary (its recorded summary published as
     version 1, the vectors written in bulk), resumed when it exists, and its threshold
     calibrated on the questions it "knows" (the traffic half, never the test half)."""
-    from ..embeddings import LocalEmbedder
-    from ..index import CoSIndex
+    from cos_integrations.embedded.embeddings import LocalEmbedder
+    from cos_integrations.serving.index import CoSIndex
 
     index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=config)
     for doc in docs:
@@ -634,7 +634,7 @@ async def _traffic_step(
     misses queue refine jobs), one refine pass (then CoS rounds on documents with traffic
     when ``options.deepen``), the traffic asked again and in paraphrases when
     ``options.repeat_traffic``, and the test half asked after."""
-    from ..refine import Refiner
+    from cos_integrations.serving.refine import Refiner
 
     rec["traffic"] = [await fallback(q, traffic=True) for q in traffic]
     refiner = Refiner(index, ChainOfSummaries(llm, config), teach=options.refine_teach)
@@ -688,7 +688,7 @@ class ContextualChunks:
     def search(self, query: str, k: int) -> list[Any]:
         import numpy as np
 
-        from ..index import SearchHit
+        from cos_integrations.serving.index import SearchHit
 
         q = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
         scores = self.matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
@@ -703,7 +703,7 @@ async def _contextual_chunks(
     index: Any, docs: list[EvalDoc], summaries: dict[str, dict]
 ) -> ContextualChunks:
     """Every chunk of ``docs`` in ``index``, embedded as ``SUMMARY\n\nCHUNK``."""
-    from ..index import SearchHit
+    from cos_integrations.serving.index import SearchHit
 
     hits: list[SearchHit] = []
     texts: list[str] = []
@@ -1013,7 +1013,7 @@ async def run_eval(
             label=retrieval.label(source),
         )
     if peers:
-        from ..embeddings import LocalEmbedder
+        from cos_integrations.embedded.embeddings import LocalEmbedder
 
         setup = PeerSetup(
             llm=llm, embedder=LocalEmbedder(), k=retrieval.k, context_window=config.context_tokens

@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..usage import Usage
+from cos_integrations.usage import Usage
 
 if TYPE_CHECKING:
     import httpx
 
-    from ..embeddings import Embedder
-    from ..index import SearchHit
-    from ..model import ChatModel, ChatResult
+    from cos_integrations.embedded.embeddings import Embedder
+    from cos_integrations.model import ChatModel, ChatResult
+    from cos_integrations.serving.index import SearchHit
 
 __all__ = [
     "PEERS",

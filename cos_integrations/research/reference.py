@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 
-from ..config import CoSConfig
-from ..engine import ModelRun
-from ..metrics import exact_match
-from ..model import ChatModel
-from ..questions import ParseError, parse_qa_pairs
-from ..result import CoSResult, IterationRecord, QuestionScore
+from cos_integrations.metrics import exact_match
+from cos_integrations.model import ChatModel
+from cos_integrations.summarize.config import CoSConfig
+from cos_integrations.summarize.engine import ModelRun
+from cos_integrations.summarize.questions import ParseError, parse_qa_pairs
+from cos_integrations.summarize.result import CoSResult, IterationRecord, QuestionScore
 
 __all__ = ["reference_summarize"]
 

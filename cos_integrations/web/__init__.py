@@ -6,6 +6,6 @@ Example:
     >>> app = create_app(index, read_only=True)               # doctest: +SKIP
 """
 
-from .app import PAGE_SIZE, USER_HEADER, create_app
+from cos_integrations.web.app import PAGE_SIZE, USER_HEADER, create_app
 
 __all__ = ["create_app", "PAGE_SIZE", "USER_HEADER"]

@@ -2,7 +2,7 @@
 
 Pages render on the server (Jinja2, autoescaped; no script at all, a strict Content
 Security Policy, every asset in the package). Every action calls
-:mod:`cos_integrations.oversight`, as the ``cos`` CLI does, so the two never disagree;
+:mod:`cos_integrations.serving.oversight`, as the ``cos`` CLI does, so the two never disagree;
 this module only parses forms, checks the request and renders.
 
 The pages (:data:`pages`) and the actions (:data:`actions`, each behind the CSRF check) are
@@ -38,11 +38,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from .. import oversight
-from ..index import CoSIndex
-from ..stats import compute_stats
-from ..store import OVERVIEW_FILTERS, OVERVIEW_SORTS
-from .plots import line_svg
+from cos_integrations.serving import oversight
+from cos_integrations.serving.index import CoSIndex
+from cos_integrations.serving.stats import compute_stats
+from cos_integrations.storage.store import OVERVIEW_FILTERS, OVERVIEW_SORTS
+from cos_integrations.web.plots import line_svg
 
 __all__ = ["create_app", "PAGE_SIZE", "USER_HEADER", "Review", "pages", "actions"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cos_integrations.local import LocalModelError, LocalModelServer, resolve_model_path
+from cos_integrations.embedded.server import LocalModelError, LocalModelServer, resolve_model_path
 
 
 def _have(model: str) -> bool:

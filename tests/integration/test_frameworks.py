@@ -9,7 +9,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from cos_integrations import CoSConfig
-from cos_integrations.hit_rule import SUPPORT_OVERLAP, HitRule, key_overlap, question_keys
+from cos_integrations.serving.hit_rule import SUPPORT_OVERLAP, HitRule, key_overlap, question_keys
 from cos_integrations.text import split_sentences
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
 from llamaindex_ext import CoSFallbackRetriever as LIRetriever

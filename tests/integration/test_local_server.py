@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.local import (
+from cos_integrations.embedded.server import (
     MODELS,
     LocalModelError,
     LocalModelServer,
@@ -84,7 +84,7 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path):
     script = textwrap.dedent(
         """
         import sys, time
-        from cos_integrations.local import LocalModelServer
+        from cos_integrations.embedded.server import LocalModelServer
         s = LocalModelServer("smoke", n_ctx=2048).start()
         print(s.pid, flush=True)
         time.sleep(600)
@@ -222,9 +222,9 @@ def test_fault_proxy_in_front_of_the_real_server(smoke_server, tmp_path):
     from openai_server import FakeOpenAIServer
 
     from cos_integrations import OpenAIChatModel
-    from cos_integrations.embeddings import HashingEmbedder
-    from cos_integrations.index import CoSIndex
+    from cos_integrations.embedded.embeddings import HashingEmbedder
     from cos_integrations.loaders import SourceDocument
+    from cos_integrations.serving.index import CoSIndex
 
     docs = [SourceDocument(doc_id=f"d{i}", text=f"{DOC} Note {i}.") for i in range(6)]
     with FakeOpenAIServer(
@@ -251,7 +251,7 @@ def test_fault_proxy_in_front_of_the_real_server(smoke_server, tmp_path):
 SHARER = textwrap.dedent(
     """
     import sys
-    from cos_integrations.local import LocalModelServer
+    from cos_integrations.embedded.server import LocalModelServer
     s = LocalModelServer("smoke", n_ctx=2048, share=True).start()
     print(s.pid or "reused", s.base_url, flush=True)
     sys.stdin.readline()   # hold the server until the test says so (or is killed)
@@ -339,7 +339,7 @@ def test_slots_serve_requests_side_by_side(tmp_path):
 
 
 def test_the_engine_counts_tokens_with_the_servers_tokenizer(smoke_server):
-    from cos_integrations.local import ServerTokenizer
+    from cos_integrations.embedded.server import ServerTokenizer
     from cos_integrations.text import estimate_tokens
 
     llm = smoke_server.chat_model()

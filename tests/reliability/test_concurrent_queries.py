@@ -7,10 +7,10 @@ import threading
 from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.index import read_racing_writes
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.retrieval import FallbackRetriever
+from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.serving.index import read_racing_writes
+from cos_integrations.serving.retrieval import FallbackRetriever
 
 FIRST = ["lease", "garden", "parking"]
 

@@ -14,7 +14,7 @@ import pytest
 from fakes import ScriptedFakeModel, make_document
 from openai_server import FakeOpenAIServer
 
-from cos_integrations.index import CoSIndex
+from cos_integrations.serving.index import CoSIndex
 
 TOPICS = ["lease", "garden", "parking", "heating", "water"]
 

@@ -8,7 +8,7 @@ from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.loaders import load_paths
-from cos_integrations.prompts import source_message, thesis_messages
+from cos_integrations.summarize.prompts import source_message, thesis_messages
 
 
 @pytest.fixture

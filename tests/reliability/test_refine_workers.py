@@ -19,8 +19,8 @@ WORKER = textwrap.dedent(
     """
     import json, sys
     from cos_integrations import ChainOfSummaries, CoSConfig, OpenAIChatModel
-    from cos_integrations.index import CoSIndex
-    from cos_integrations.refine import Refiner
+    from cos_integrations.serving.index import CoSIndex
+    from cos_integrations.serving.refine import Refiner
     index = CoSIndex(sys.argv[1], create=False)
     llm = OpenAIChatModel("fake", base_url=sys.argv[2], api_key="sk-test")
     refiner = Refiner(index, ChainOfSummaries(llm, CoSConfig.fast(iterations=0)),
@@ -86,8 +86,8 @@ def test_cli_workers_use_the_store_named_on_the_command_line(postgres_url, tmp_p
     appears beside the index."""
     import os
 
-    from cos_integrations.embeddings import HashingEmbedder
-    from cos_integrations.index import CoSIndex
+    from cos_integrations.embedded.embeddings import HashingEmbedder
+    from cos_integrations.serving.index import CoSIndex
 
     path = tmp_path / "index"
     index = CoSIndex(

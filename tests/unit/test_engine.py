@@ -14,8 +14,8 @@ from cos_integrations import (
     CoSResult,
     QAPair,
 )
-from cos_integrations.engine import select_iteration
-from cos_integrations.result import IterationRecord
+from cos_integrations.summarize.engine import select_iteration
+from cos_integrations.summarize.result import IterationRecord
 
 DOC = make_document(15)
 
@@ -490,7 +490,7 @@ def test_cos_extract_appends_source_sentences_without_a_rewrite_call():
 
 
 def test_extract_answers_adds_only_what_the_source_states():
-    from cos_integrations.engine import extract_answers
+    from cos_integrations.summarize.engine import extract_answers
 
     src = "The rent is 900 euros. The deposit is two months."
     have = "The rent is 900 euros."
@@ -506,9 +506,9 @@ def test_extract_answers_adds_only_what_the_source_states():
 def test_call_until_is_the_one_parse_retry_policy():
     """A reply that does not parse is asked again up to parse_retries more times; the value
     of the first that parses is returned with its reply, else None with the last reply."""
-    from cos_integrations.engine import ModelRun
     from cos_integrations.model import ChatResult
-    from cos_integrations.questions import ParseError
+    from cos_integrations.summarize.engine import ModelRun
+    from cos_integrations.summarize.questions import ParseError
     from cos_integrations.usage import Usage
 
     class Replies:

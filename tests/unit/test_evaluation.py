@@ -8,9 +8,9 @@ import pytest
 from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.hit_rule import HitRule
 from cos_integrations.research.evaluation import DatasetError, load_dataset, plot, run_eval
 from cos_integrations.research.reference import reference_summarize
+from cos_integrations.serving.hit_rule import HitRule
 
 DOC = make_document(15)
 
@@ -530,7 +530,7 @@ def test_distractors_are_indexed_summarised_and_never_asked(tmp_path):
     alone = {r["summary"] for r in x}
     contents = [m[0]["content"] for task, m in model.calls if task == "answer"]
     assert contents and not any(any(a in c and "[" not in c for a in alone) for c in contents)
-    from cos_integrations.index import CoSIndex
+    from cos_integrations.serving.index import CoSIndex
 
     (index_dir,) = [p for p in tmp_path.iterdir() if ".index-" in p.name]
     assert CoSIndex(index_dir, create=False).summaries.count() == 5

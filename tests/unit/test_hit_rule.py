@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from cos_integrations import ChainOfSummaries, CoSConfig, CoSIndex, HitRule
 from cos_integrations.defaults import CALIBRATION_QUANTILE, DEFAULT_THRESHOLD
-from cos_integrations.hit_rule import HIT_RULE_FIELDS, apply_legacy
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.retrieval import FallbackRetriever
+from cos_integrations.serving.hit_rule import HIT_RULE_FIELDS, apply_legacy
+from cos_integrations.serving.retrieval import FallbackRetriever
 
 
 def test_defaults_follow_from_the_judge():
@@ -74,7 +74,7 @@ def test_check_reports_every_check_and_failed_names_the_required_ones():
 
 @pytest.fixture
 def filled(tmp_path):
-    from cos_integrations.embeddings import HashingEmbedder
+    from cos_integrations.embedded.embeddings import HashingEmbedder
 
     index = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(256))
     model = ScriptedFakeModel(thesis_facts=2)
@@ -108,7 +108,7 @@ def test_the_index_records_its_rule_and_retrievers_without_one_use_it(filled):
 
 
 def test_a_new_calibration_quantile_recalibrates_the_index(filled):
-    from cos_integrations.questions import QAPair
+    from cos_integrations.summarize.questions import QAPair
 
     index, _ = filled
     for t in ("lease", "garden"):
@@ -152,7 +152,7 @@ def test_default_threshold_is_the_rules_fallback(filled):
 
 def test_each_step_of_aretrieve_on_its_own(filled):
     """route -> build the hit context -> judge: each step decides its part of a Decision."""
-    from cos_integrations.retrieval import Decision
+    from cos_integrations.serving.retrieval import Decision
 
     index, model = filled
     q = "What is the garden item 1?"

@@ -9,9 +9,9 @@ from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.defaults import FOCUS_SENTENCES
-from cos_integrations.hit_rule import HitRule, echoes_question
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.retrieval import FallbackRetriever
+from cos_integrations.serving.hit_rule import HitRule, echoes_question
+from cos_integrations.serving.retrieval import FallbackRetriever
 from cos_integrations.text import split_sentences
 
 TOPICS = ["lease", "garden", "parking"]
@@ -139,7 +139,7 @@ def test_a_focused_context_with_no_sentence_on_the_query_is_a_miss_without_the_j
 
 
 def test_focus_sentences_ranks_by_key_words_and_keeps_each_texts_order():
-    from cos_integrations.hit_rule import focus_sentences, question_keys
+    from cos_integrations.serving.hit_rule import focus_sentences, question_keys
 
     q = "When did the owners meet in Boca Raton?"
     assert question_keys(q) == {"owner", "meet", "boca", "raton"}
@@ -169,7 +169,7 @@ def test_a_miss_without_chunk_vectors_ranks_the_stored_text(filled):
 
 
 def test_is_supported_needs_one_sentence_with_the_answer_and_the_question():
-    from cos_integrations.hit_rule import is_supported
+    from cos_integrations.serving.hit_rule import is_supported
 
     ctx = (
         "Super Bowl 50 was played at Levi's Stadium in the San Francisco Bay Area. "
@@ -185,7 +185,7 @@ def test_is_supported_needs_one_sentence_with_the_answer_and_the_question():
 
 
 def test_supporting_sentence_is_the_one_that_speaks_of_the_question():
-    from cos_integrations.hit_rule import supporting_sentence
+    from cos_integrations.serving.hit_rule import supporting_sentence
 
     ctx = (
         "The Broncos beat the Panthers in Santa Clara. The Broncos had beaten the Patriots "
@@ -255,7 +255,7 @@ def test_verify_chunk_needs_the_answer_in_the_documents_best_chunk(filled):
 
 
 def test_defaults_follow_the_ablation(filled):
-    from cos_integrations.retrieval import DEFAULT_THRESHOLD
+    from cos_integrations.serving.retrieval import DEFAULT_THRESHOLD
 
     index, model = filled
     judged = FallbackRetriever(index, llm=model, rule=HitRule(judge="llm"))

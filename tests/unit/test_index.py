@@ -6,10 +6,10 @@ import pytest
 from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.hit_rule import HitRule
-from cos_integrations.index import CoSIndex, flatten_metadata
+from cos_integrations.embedded.embeddings import HashingEmbedder
 from cos_integrations.loaders import SourceDocument
+from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.serving.index import CoSIndex, flatten_metadata
 
 
 def docs(n=3, prefix=""):
@@ -149,8 +149,8 @@ def test_telemetry_off_and_the_applications_own_client_on_the_same_path(tmp_path
 
     code = """
 import os, sys, chromadb
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.index import CoSIndex
+from cos_integrations.embedded.embeddings import HashingEmbedder
+from cos_integrations.serving.index import CoSIndex
 os.environ.pop("ANONYMIZED_TELEMETRY", None)
 before, after = sys.argv[1], sys.argv[2]
 theirs = chromadb.PersistentClient(path=before)            # the application first
@@ -181,7 +181,7 @@ def test_threshold_is_calibrated_from_the_questions_people_asked_and_kept(index)
     from cos_integrations import ChainOfSummaries, CoSConfig, QAPair
     from cos_integrations.defaults import DEFAULT_THRESHOLD
     from cos_integrations.loaders import SourceDocument
-    from cos_integrations.retrieval import FallbackRetriever
+    from cos_integrations.serving.retrieval import FallbackRetriever
 
     topics = ("lease", "garden", "heat")
     docs = [SourceDocument(t, make_document(8, topic=t)) for t in topics]
@@ -209,7 +209,7 @@ def test_threshold_is_calibrated_from_the_questions_people_asked_and_kept(index)
 
 
 def test_a_read_that_raced_a_publish_is_asked_again_and_other_errors_are_not():
-    from cos_integrations.index import read_racing_writes
+    from cos_integrations.serving.index import read_racing_writes
 
     calls = []
 

@@ -10,7 +10,7 @@ from llama_index.core import Document as LIDocument
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.ingest import summarize_new
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.store import SummaryStore
+from cos_integrations.storage.store import SummaryStore
 from langchain_ext import CoSDocumentTransformer
 from llamaindex_ext import CoSSummaryTransform
 

@@ -9,8 +9,8 @@ from langchain_core.runnables import RunnableLambda
 
 import langchain_ext
 from cos_integrations import CoSConfig
-from cos_integrations.hit_rule import HitRule
 from cos_integrations.ingest import CoSIngestError
+from cos_integrations.serving.hit_rule import HitRule
 from langchain_ext import CoSDocumentTransformer, CoSFallbackRetriever
 
 TOPICS = ["lease", "garden", "parking", "heating"]
@@ -248,7 +248,7 @@ def test_the_fields_before_hit_rule_still_work_with_a_warning(retriever):
 
 
 def test_hit_rule_options_reach_the_core(tmp_path):
-    from cos_integrations.embeddings import HashingEmbedder
+    from cos_integrations.embedded.embeddings import HashingEmbedder
 
     kw = dict(llm=langchain_fake(), embeddings=HashingEmbedder(256), k=2, cos_config=CFG)
     loose = CoSFallbackRetriever.from_persist_dir(

@@ -10,9 +10,9 @@ from fakes import ScriptedFakeModel, make_document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from cos_integrations import ChainOfSummaries, CoSConfig, HitRule
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.index import CoSIndex
+from cos_integrations.embedded.embeddings import HashingEmbedder
 from cos_integrations.loaders import SourceDocument
+from cos_integrations.serving.index import CoSIndex
 from langchain_ext import CoSFallbackRetriever
 
 

@@ -13,7 +13,7 @@ from llama_index.vector_stores.chroma import ChromaVectorStore
 
 import llamaindex_ext
 from cos_integrations import CoSConfig
-from cos_integrations.hit_rule import HitRule
+from cos_integrations.serving.hit_rule import HitRule
 from llamaindex_ext import (
     CoSCacheMissEvent,
     CoSExpandToSourcePostprocessor,

@@ -2,7 +2,6 @@
 
 import pytest
 
-from cos_integrations.hit_rule import is_grounded
 from cos_integrations.metrics import (
     exact_match,
     is_unanswered,
@@ -10,6 +9,7 @@ from cos_integrations.metrics import (
     rouge_l,
     squad_f1,
 )
+from cos_integrations.serving.hit_rule import is_grounded
 
 
 def test_normalize_lowercases_strips_punctuation_articles_and_spaces():
@@ -94,10 +94,10 @@ def test_sentences_survive_hard_wrapped_lines():
 
 
 def test_moved_evidence_names_still_import_from_metrics_with_a_warning():
-    import cos_integrations.hit_rule as hit_rule
     import cos_integrations.metrics as metrics
+    import cos_integrations.serving.hit_rule as hit_rule
 
-    with pytest.warns(DeprecationWarning, match="moved to cos_integrations.hit_rule"):
+    with pytest.warns(DeprecationWarning, match="moved to cos_integrations.serving.hit_rule"):
         assert metrics.is_supported is hit_rule.is_supported
     with pytest.raises(AttributeError):
         metrics.no_such_name  # noqa: B018

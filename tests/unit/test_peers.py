@@ -13,8 +13,7 @@ import pytest
 from fakes import ScriptedFakeModel, make_document
 from openai_server import FakeOpenAIServer
 
-from cos_integrations.config import CoSConfig
-from cos_integrations.embeddings import HashingEmbedder
+from cos_integrations.embedded.embeddings import HashingEmbedder
 from cos_integrations.model import OpenAIChatModel
 from cos_integrations.research.evaluation import (
     RetrievalEvalOptions,
@@ -30,6 +29,7 @@ from cos_integrations.research.peers import (
     UsageMeter,
     load_peer,
 )
+from cos_integrations.summarize.config import CoSConfig
 
 # skipped without the 'peers' extra, unless COS_REQUIRE_PEERS=1 (set by .ci/run)
 for _module in ("llama_index.llms.openai_like", "umap", "langchain_classic"):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cos_integrations.questions import (
+from cos_integrations.summarize.questions import (
     ParseError,
     QAPair,
     dedupe,

@@ -69,7 +69,7 @@ def test_recrawl_skips_resummarises_retires_and_restores(index, tmp_path):
 def test_export_groups_sections_by_page_and_a_reexport_changes_only_what_changed(index, tmp_path):
     from llms_txt import parse_llms_file
 
-    from cos_integrations.export import collect_entries, render_llms_full, render_llms_txt
+    from cos_integrations.serving.export import collect_entries, render_llms_full, render_llms_txt
 
     site = tmp_path / "site"
     site.mkdir()
@@ -96,7 +96,7 @@ def test_export_groups_sections_by_page_and_a_reexport_changes_only_what_changed
 
 def test_answers_cite_the_section_hit_or_miss_and_the_summary_version(index, tmp_path):
     from cos_integrations import HitRule
-    from cos_integrations.retrieval import FallbackRetriever
+    from cos_integrations.serving.retrieval import FallbackRetriever
 
     site = tmp_path / "site"
     site.mkdir()

@@ -7,10 +7,10 @@ import pytest
 from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.hit_rule import HitRule
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.refine import BackgroundRefiner, Refiner
-from cos_integrations.retrieval import FallbackRetriever
+from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.serving.refine import BackgroundRefiner, Refiner
+from cos_integrations.serving.retrieval import FallbackRetriever
 
 TOPICS = ["lease", "garden", "parking"]
 

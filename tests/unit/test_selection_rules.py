@@ -5,9 +5,9 @@ import importlib.util
 import json
 from pathlib import Path
 
-from cos_integrations.engine import select_iteration
 from cos_integrations.research.evaluation import iteration_record
-from cos_integrations.result import IterationRecord
+from cos_integrations.summarize.engine import select_iteration
+from cos_integrations.summarize.result import IterationRecord
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "selection_rules.py"
 

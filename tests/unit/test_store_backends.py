@@ -10,13 +10,13 @@ import pytest
 from fakes import ScriptedFakeModel, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.db import StoreError, redact_url
-from cos_integrations.embeddings import HashingEmbedder
-from cos_integrations.index import CoSIndex
+from cos_integrations.embedded.embeddings import HashingEmbedder
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.questions import QAPair
-from cos_integrations.stats import compute_stats
-from cos_integrations.store import SCHEMA_VERSION, SummaryStore
+from cos_integrations.serving.index import CoSIndex
+from cos_integrations.serving.stats import compute_stats
+from cos_integrations.storage.db import StoreError, redact_url
+from cos_integrations.storage.store import SCHEMA_VERSION, SummaryStore
+from cos_integrations.summarize.questions import QAPair
 
 
 @pytest.fixture

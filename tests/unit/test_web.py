@@ -107,7 +107,7 @@ def test_document_page_shows_summary_source_bank_versions_and_highlights(filled)
 
 
 def test_bank_marks_questions_pass_or_fail_for_the_current_version(filled):
-    from cos_integrations.questions import QAPair
+    from cos_integrations.summarize.questions import QAPair
 
     store = filled.store
     store.add_question(

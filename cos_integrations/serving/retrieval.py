@@ -43,8 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from .config import CoSConfig
-from .defaults import (
+from cos_integrations.defaults import (
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REFINE_TEACH,
     DEFAULT_REJECT_ECHO,
@@ -58,15 +57,22 @@ from .defaults import (
     HitContext,
     RefineTeach,
 )
-from .hit_rule import HitRule, Judge, apply_legacy, focus_sentences, is_grounded
-from .index import CoSIndex, SearchHit
-from .metrics import is_unanswered
-from .model import ChatModel
-from .prompts import ANSWERS_SCHEMA, answer_messages
-from .questions import ParseError, parse_answers
-from .sync import run_sync
-from .text import estimate_tokens
-from .usage import Usage
+from cos_integrations.metrics import is_unanswered
+from cos_integrations.model import ChatModel
+from cos_integrations.serving.hit_rule import (
+    HitRule,
+    Judge,
+    apply_legacy,
+    focus_sentences,
+    is_grounded,
+)
+from cos_integrations.serving.index import CoSIndex, SearchHit
+from cos_integrations.summarize.config import CoSConfig
+from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages
+from cos_integrations.summarize.questions import ParseError, parse_answers
+from cos_integrations.sync import run_sync
+from cos_integrations.text import estimate_tokens
+from cos_integrations.usage import Usage
 
 __all__ = [
     "FallbackRetriever",
@@ -90,7 +96,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .refine import BackgroundRefiner
+    from cos_integrations.serving.refine import BackgroundRefiner
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +244,7 @@ def focus_items(
     query: str, items: list[SearchHit], *, limit: int = FOCUS_SENTENCES
 ) -> list[SearchHit]:
     """``items`` cut to their sentences on ``query`` (at most ``limit`` over all of them,
-    see :func:`~cos_integrations.hit_rule.focus_sentences`): what a ``"focused"`` hit
+    see :func:`~cos_integrations.serving.hit_rule.focus_sentences`): what a ``"focused"`` hit
     context reads; an item with no such sentence is dropped.
 
     Example:
@@ -275,11 +281,11 @@ class Decision:
 class FallbackRetriever:
     """Summaries first, full text on a miss, and a refine job for every miss.
 
-    ``rule`` (a :class:`~cos_integrations.hit_rule.HitRule`) decides a hit; ``None``: the
+    ``rule`` (a :class:`~cos_integrations.serving.hit_rule.HitRule`) decides a hit; ``None``: the
     index's (:attr:`CoSIndex.hit_rule`, the one it was calibrated with, else the default
     rule: similarity only, no model call). ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos
     refine`` worker processes), ``"off"``, or ``"background"`` (enqueue, and a
-    :class:`~cos_integrations.refine.BackgroundRefiner` owned by this retriever, started on
+    :class:`~cos_integrations.serving.refine.BackgroundRefiner` owned by this retriever, started on
     the first miss, refines with ``llm``, ``refine_config`` (default: the index's config)
     and ``refine_teach`` while queries go on; :meth:`close` stops it). ``on_miss(result)``
     is called for every miss that queued a job. A call may pass its own ``llm=`` (e.g. one
@@ -633,8 +639,8 @@ class FallbackRetriever:
 
     def _background_refiner(self) -> BackgroundRefiner:
         if self._background is None:
-            from .engine import ChainOfSummaries
-            from .refine import BackgroundRefiner, Refiner
+            from cos_integrations.serving.refine import BackgroundRefiner, Refiner
+            from cos_integrations.summarize.engine import ChainOfSummaries
 
             if self.llm is None:  # __init__ checks it; a caller may have cleared it since
                 raise ValueError('refine_on_miss="background" needs llm= to refine with')

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from .metrics import normalize_answer
+from cos_integrations.metrics import normalize_answer
 
 __all__ = [
     "QAPair",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
-from .store import SummaryStore
+from cos_integrations.storage.store import SummaryStore
 
 __all__ = ["compute_stats", "Stats", "DocumentStats"]
 

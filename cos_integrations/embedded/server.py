@@ -31,7 +31,7 @@ whoever started it. Decisions are taken under a file lock, so two processes star
 once do not both start a server.
 
 Example:
-    >>> from cos_integrations.local import LocalModelServer
+    >>> from cos_integrations.embedded.server import LocalModelServer
     >>> with LocalModelServer("smoke") as server:            # doctest: +SKIP
     ...     llm = server.chat_model()
 """
@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CoSError
-from .model import OpenAIChatModel
+from cos_integrations.errors import CoSError
+from cos_integrations.model import OpenAIChatModel
 
 __all__ = [
     "PackagedModel",
@@ -361,7 +361,7 @@ class ServerTokenizer:
         hit = self._cache.get(text)
         if hit is not None:
             return hit
-        from .text import estimate_tokens
+        from cos_integrations.text import estimate_tokens
 
         if self._failed:
             return estimate_tokens(text)
@@ -586,7 +586,7 @@ class LocalModelServer:
         cmd = [
             sys.executable,
             "-m",
-            "cos_integrations._server_child",
+            "cos_integrations.embedded._server_child",
             "--model",
             str(self.model_path),
             "--n-ctx",

@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .config import CoSConfig
-from .defaults import DEFAULT_DEEPEN_STRATEGY, DeepenStrategy
-from .errors import CoSError, CoSModelError, CoSOutputError
-from .hit_rule import supporting_sentence
-from .metrics import is_unanswered, normalize_answer, squad_f1
-from .model import ChatModel
-from .prompts import (
+from cos_integrations.defaults import DEFAULT_DEEPEN_STRATEGY, DeepenStrategy
+from cos_integrations.errors import CoSError, CoSModelError, CoSOutputError
+from cos_integrations.metrics import is_unanswered, normalize_answer, squad_f1
+from cos_integrations.model import ChatModel
+from cos_integrations.serving.hit_rule import supporting_sentence
+from cos_integrations.summarize.config import CoSConfig
+from cos_integrations.summarize.prompts import (
     ANSWERS_SCHEMA,
     QUESTIONS_SCHEMA,
     answer_messages,
@@ -32,7 +32,7 @@ from .prompts import (
     rewrite_messages,
     thesis_messages,
 )
-from .questions import (
+from cos_integrations.summarize.questions import (
     ParseError,
     QAPair,
     dedupe,
@@ -44,10 +44,10 @@ from .questions import (
     parse_summary,
     split_bank,
 )
-from .result import CoSResult, IterationRecord, QuestionScore
-from .sync import run_sync
-from .text import TokenCounter, complete_sentences, estimate_tokens, split_sections
-from .usage import Usage
+from cos_integrations.summarize.result import CoSResult, IterationRecord, QuestionScore
+from cos_integrations.sync import run_sync
+from cos_integrations.text import TokenCounter, complete_sentences, estimate_tokens, split_sections
+from cos_integrations.usage import Usage
 
 __all__ = [
     "ChainOfSummaries",
@@ -625,7 +625,7 @@ class ChainOfSummaries:
 
         ``extract`` (strategy ``"cos-extract"``): a round's synthesis appends the source's
         own sentences that answer the chosen failed questions
-        (:func:`~cos_integrations.hit_rule.supporting_sentence`) instead of asking the model
+        (:func:`~cos_integrations.serving.hit_rule.supporting_sentence`) instead of asking the model
         for a rewrite, so a round costs one call (the evaluation) and adds no text the
         source does not state."""
         cfg = self.config

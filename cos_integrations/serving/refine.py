@@ -7,7 +7,7 @@ One round for a job ``(doc_id, query)`` (three to seven model calls):
 2. add the pair to the document's question bank (origin ``miss``, refinement split);
 3. evaluate the current summary on the bank, then teach it the query (``teach``):
    ``"extract"`` appends the source's own sentence that holds the answer and the most of
-   the query's key words (:func:`~cos_integrations.hit_rule.supporting_sentence`; no
+   the query's key words (:func:`~cos_integrations.serving.hit_rule.supporting_sentence`; no
    model-written text), ``"rewrite"`` asks the model to rewrite the summary from the
    source to cover the query (and other unanswered refinement questions, up to ``iq``)
    and, if that still misses, for one sentence stating the answer; ``"both"`` tries the
@@ -32,25 +32,25 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from .defaults import (
+from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
     DEFAULT_REFINE_TEACH,
     REFINE_TEACH,
     DeepenStrategy,
     RefineTeach,
 )
-from .engine import ChainOfSummaries, Evaluation, ModelRun
-from .errors import CoSError
-from .guard import summary_flags
-from .hit_rule import is_grounded, supporting_sentence
-from .index import CoSIndex
-from .metrics import is_unanswered, normalize_answer
-from .prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
-from .questions import ParseError, QAPair, parse_answers, parse_summary
-from .refine_queue import RefineJob
-from .sync import run_sync
-from .text import complete_sentences
-from .usage import Usage
+from cos_integrations.errors import CoSError
+from cos_integrations.metrics import is_unanswered, normalize_answer
+from cos_integrations.serving.hit_rule import is_grounded, supporting_sentence
+from cos_integrations.serving.index import CoSIndex
+from cos_integrations.storage.refine_queue import RefineJob
+from cos_integrations.summarize.engine import ChainOfSummaries, Evaluation, ModelRun
+from cos_integrations.summarize.guard import summary_flags
+from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
+from cos_integrations.summarize.questions import ParseError, QAPair, parse_answers, parse_summary
+from cos_integrations.sync import run_sync
+from cos_integrations.text import complete_sentences
+from cos_integrations.usage import Usage
 
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
 

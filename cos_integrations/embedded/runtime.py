@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .model import ChatModel, OpenAIChatModel
+from cos_integrations.model import ChatModel, OpenAIChatModel
 
 __all__ = ["open_model", "describe_choice"]
 
@@ -48,7 +48,7 @@ def open_model(
         say(f"model: {llm.model} at {llm.base_url or 'the OpenAI API'}")
         yield llm
         return
-    from .local import LocalModelServer
+    from cos_integrations.embedded.server import LocalModelServer
 
     # one server per machine: attach to a running one of this model, or wait for another
     # model's to finish, rather than start a second llama.cpp on the same cores

@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .defaults import DEFAULT_PRESET, PRESET_NAMES, TIERED_SUMMARY_WORDS
-from .prompts import PROMPT_VERSION
+from cos_integrations.defaults import DEFAULT_PRESET, PRESET_NAMES, TIERED_SUMMARY_WORDS
+from cos_integrations.summarize.prompts import PROMPT_VERSION
 
 __all__ = ["CoSConfig", "Strategy", "PRESETS"]
 
@@ -98,7 +98,7 @@ class CoSConfig(BaseModel):
     def tiered(cls, **overrides: object) -> CoSConfig:
         """The tiered mode: a zero-shot summary at ingest (one call a document); the Chain
         of Summaries rounds run later, where traffic is (``cos refine --deepen``,
-        :meth:`Refiner.adeepen <cos_integrations.refine.Refiner.adeepen>`), with this
+        :meth:`Refiner.adeepen <cos_integrations.serving.refine.Refiner.adeepen>`), with this
         config's question bank and rounds."""
         base = {"strategy": "zero-shot", "max_summary_words": TIERED_SUMMARY_WORDS}
         return cls(**{**base, **overrides})

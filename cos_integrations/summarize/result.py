@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .questions import QAPair
-from .usage import Usage
+from cos_integrations.summarize.questions import QAPair
+from cos_integrations.usage import Usage
 
 __all__ = ["CoSResult", "IterationRecord", "QuestionScore"]
 

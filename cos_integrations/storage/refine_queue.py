@@ -3,7 +3,7 @@
 Leases expire, so a job whose worker died is taken again; a job fails ``max_attempts``
 times before it is ``dead``; a query the source does not answer is remembered per document
 (``not_in_source``) so it is neither queued nor searched for again. The queue lives in the
-store's database (:class:`~cos_integrations.store.SummaryStore` composes this class), so a
+store's database (:class:`~cos_integrations.storage.store.SummaryStore` composes this class), so a
 job and the summary version it publishes share one transaction log.
 
 Example:
@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from .metrics import normalize_answer
+from cos_integrations.metrics import normalize_answer
 
 __all__ = ["RefineJob", "RefineQueue"]
 
@@ -45,7 +45,7 @@ class RefineJob:
 class RefineQueue:
     """Queue operations over the store's connection; the store provides the two hooks."""
 
-    backend: Any  # provided by the store (cos_integrations.db.Backend)
+    backend: Any  # provided by the store (cos_integrations.storage.db.Backend)
 
     def _conn(self) -> Any:  # provided by the store
         raise NotImplementedError

@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .defaults import (
+from cos_integrations.defaults import (
     CALIBRATION_QUANTILE,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
@@ -51,8 +51,8 @@ from .defaults import (
     HitContext,
     Judge,
 )
-from .metrics import is_unanswered, normalize_answer
-from .text import split_sentences
+from cos_integrations.metrics import is_unanswered, normalize_answer
+from cos_integrations.text import split_sentences
 
 # the answer checks (they lived in metrics.py until 0.1, which still lends their names)
 EVIDENCE: tuple[str, ...] = (

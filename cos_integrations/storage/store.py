@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .db import Backend, StoreError, open_backend, redact_url
-from .questions import QAPair
-from .refine_queue import RefineJob, RefineQueue
-from .result import CoSResult
-from .text import tokens_for_chars
+from cos_integrations.storage.db import Backend, StoreError, open_backend, redact_url
+from cos_integrations.storage.refine_queue import RefineJob, RefineQueue
+from cos_integrations.summarize.questions import QAPair
+from cos_integrations.summarize.result import CoSResult
+from cos_integrations.text import tokens_for_chars
 
 __all__ = [
     "SummaryStore",
@@ -241,7 +241,7 @@ class SummaryStore(RefineQueue):
 
     ``create=False`` refuses a database without the schema instead of creating it.
     Connection problems, a missing or newer schema raise
-    :class:`~cos_integrations.db.StoreError` naming the URL without its password.
+    :class:`~cos_integrations.storage.db.StoreError` naming the URL without its password.
     """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:

@@ -24,15 +24,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .guard import summary_flags, unfaithful_spans
-from .hit_rule import is_grounded
-from .metrics import normalize_answer
-from .store import Action, DocumentRecord, SummaryVersion
-from .text import estimate_tokens
+from cos_integrations.metrics import normalize_answer
+from cos_integrations.serving.hit_rule import is_grounded
+from cos_integrations.storage.store import Action, DocumentRecord, SummaryVersion
+from cos_integrations.summarize.guard import summary_flags, unfaithful_spans
+from cos_integrations.text import estimate_tokens
 
 if TYPE_CHECKING:
-    from .index import CoSIndex
-    from .refine_queue import RefineJob
+    from cos_integrations.serving.index import CoSIndex
+    from cos_integrations.storage.refine_queue import RefineJob
 
 __all__ = [
     "ActionRefused",

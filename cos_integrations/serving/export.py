@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from .sections import PATH_SEPARATOR
-from .text import split_sentences
+from cos_integrations.sections import PATH_SEPARATOR
+from cos_integrations.text import split_sentences
 
 if TYPE_CHECKING:
-    from .index import CoSIndex
+    from cos_integrations.serving.index import CoSIndex
 
 __all__ = [
     "Entry",

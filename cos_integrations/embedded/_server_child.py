@@ -1,7 +1,7 @@
 """Child process that runs llama.cpp's server in-process until its stdin closes, or, for
 a shared server (``--users-dir``), until no registered user process is alive.
 
-Started by :class:`cos_integrations.local.LocalModelServer`; not a public entry point.
+Started by :class:`cos_integrations.embedded.server.LocalModelServer`; not a public entry point.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         done.set()  # parent gone or asked us to stop
 
     def watch_users(users: Path) -> None:
-        from cos_integrations.local import live_users
+        from cos_integrations.embedded.server import live_users
 
         while not done.wait(1.0):
             if not live_users(users):

@@ -4,7 +4,7 @@ backend to any other.
 Idempotent: every row keeps its key (ids included), so a second run copies nothing new; an
 interrupted run is finished by running it again. Then it verifies: the row count of every
 table and every document's current version must match the source, else
-:class:`~cos_integrations.db.StoreError` says what differs (e.g. the destination already
+:class:`~cos_integrations.storage.db.StoreError` says what differs (e.g. the destination already
 held another index's data). The source is only read.
 
 Example:
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .db import StoreError
-from .store import SummaryStore
+from cos_integrations.storage.db import StoreError
+from cos_integrations.storage.store import SummaryStore
 
 __all__ = ["copy_store", "MigrationReport", "TABLES"]
 

@@ -13,8 +13,8 @@ delete-then-add (Chroma's upsert merges metadata) and is followed by a mark in t
 A crash between the two is repaired by :meth:`CoSIndex.repair`, which every ingest runs.
 
 Example:
-    >>> from cos_integrations.index import CoSIndex
-    >>> from cos_integrations.embeddings import HashingEmbedder
+    >>> from cos_integrations.serving.index import CoSIndex
+    >>> from cos_integrations.embedded.embeddings import HashingEmbedder
     >>> index = CoSIndex("/tmp/doctest-index", embedder=HashingEmbedder())  # doctest: +SKIP
 """
 
@@ -31,23 +31,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from .config import CoSConfig
-from .db import strip_password
-from .defaults import DEFAULT_THRESHOLD
-from .embeddings import Embedder
-from .engine import ChainOfSummaries
-from .hit_rule import HitRule
-from .ingest import (
+from cos_integrations.defaults import DEFAULT_THRESHOLD
+from cos_integrations.embedded.embeddings import Embedder
+from cos_integrations.ingest import (
     IngestReport,
     chunk_metadata,
     flatten_metadata,
     summarize_new,
     summary_metadata,
 )
-from .loaders import SourceDocument
-from .store import SummaryStore
-from .text import chunk_text
-from .version import __version__
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.storage.db import strip_password
+from cos_integrations.storage.store import SummaryStore
+from cos_integrations.summarize.config import CoSConfig
+from cos_integrations.summarize.engine import ChainOfSummaries
+from cos_integrations.text import chunk_text
+from cos_integrations.version import __version__
 
 __all__ = [
     "CoSIndex",
@@ -156,7 +156,7 @@ class CoSIndex:
                 f"{self.path} is not a CoS index (no {MANIFEST}); create it with `cos ingest`"
             )
         if embedder is None:
-            from .embeddings import HashingEmbedder, LocalEmbedder
+            from cos_integrations.embedded.embeddings import HashingEmbedder, LocalEmbedder
 
             name = (existing or {}).get("embedding", {}).get("name", LocalEmbedder.name)
             embedder = (
