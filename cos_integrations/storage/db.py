@@ -31,6 +31,7 @@ __all__ = [
     "SQLiteBackend",
     "PostgresBackend",
     "StoreError",
+    "StorePart",
     "open_backend",
     "redact_url",
     "is_postgres_url",
@@ -129,6 +130,30 @@ class Backend:
 
     def close(self) -> None:
         pass
+
+
+class StorePart:
+    """A part of the store (versions, refine queue, traffic log): its tables, reached through
+    the store's backend. :class:`~cos_integrations.storage.store.SummaryStore` composes the
+    parts and opens the backend.
+
+    Example:
+        >>> class Counter(StorePart):
+        ...     def documents(self) -> int:
+        ...         return self._conn().execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+    """
+
+    backend: Backend
+
+    def _conn(self) -> Backend:
+        """Reads: the backend runs each statement on this thread's connection."""
+        return self.backend
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """A write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: with row locks)."""
+        with self.backend.transaction() as tx:
+            yield tx
 
 
 class SQLiteBackend(Backend):

@@ -16,11 +16,11 @@ Example:
 from __future__ import annotations
 
 import time
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from cos_integrations.metrics import normalize_answer
+from cos_integrations.storage.db import StorePart
 
 __all__ = ["RefineJob", "RefineQueue"]
 
@@ -42,16 +42,8 @@ class RefineJob:
     updated_at: float | None = None
 
 
-class RefineQueue:
-    """Queue operations over the store's connection; the store provides the two hooks."""
-
-    backend: Any  # provided by the store (cos_integrations.storage.db.Backend)
-
-    def _conn(self) -> Any:  # provided by the store
-        raise NotImplementedError
-
-    def _tx(self) -> AbstractContextManager[Any]:  # provided by the store
-        raise NotImplementedError
+class RefineQueue(StorePart):
+    """Queue operations over the store's connection."""
 
     def enqueue(self, doc_id: str, query: str) -> int | None:
         """Queue a refine job; a pending job with the same normalised query is reused.

@@ -1,8 +1,13 @@
 """The durable store: documents, summary versions, question banks, refine jobs, counters.
 
-One SQLite file (WAL mode) under the index directory. It is the single source of truth
-that the CLI and the retrievers of both frameworks read and write; Chroma only holds
-vectors derived from it, and anything missing there is rebuilt from here.
+One SQLite file (WAL mode) under the index directory, or a PostgreSQL database. It is the
+single source of truth that the CLI and the retrievers of both frameworks read and write;
+Chroma only holds vectors derived from it, and anything missing there is rebuilt from here.
+
+This module holds the schema, its migrations and the documents table;
+:class:`SummaryStore` composes the other parts over the same connection:
+:mod:`.versions` (summary versions and question banks), :mod:`.refine_queue` and
+:mod:`.traffic` (events, the audit log, the overview).
 
 Example:
     >>> store = SummaryStore(":memory:")
@@ -15,19 +20,17 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cos_integrations.storage.db import Backend, StoreError, open_backend, redact_url
+from cos_integrations.storage.db import StoreError, open_backend, redact_url
+from cos_integrations.storage.records import Action, DocumentRecord, DocumentRow, SummaryVersion
 from cos_integrations.storage.refine_queue import RefineJob, RefineQueue
-from cos_integrations.summarize.questions import QAPair
-from cos_integrations.summarize.result import CoSResult
-from cos_integrations.text import tokens_for_chars
+from cos_integrations.storage.traffic import OVERVIEW_FILTERS, OVERVIEW_SORTS, TrafficLog
+from cos_integrations.storage.versions import SummaryVersions
 
 __all__ = [
     "SummaryStore",
@@ -152,90 +155,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@dataclass
-class DocumentRecord:
-    doc_id: str
-    source: str
-    title: str
-    content_hash: str
-    text: str
-    status: str
-    error: str | None
-    current_version: int | None
-    indexed_version: int | None
-    indexed_hash: str | None
-    pinned: bool
-
-
-@dataclass
-class SummaryVersion:
-    doc_id: str
-    version: int
-    text: str
-    status: str
-    created_by: str
-    reason: str
-    config_hash: str
-    content_hash: str
-    val_score: float | None
-    train_score: float | None
-    summary_tokens: int
-    source_tokens: int
-    flags: list[str]
-    created_at: float
-
-
-@dataclass
-class Action:
-    """One owner action from the audit log (``cos pin``, the review page, ...)."""
-
-    id: int
-    at: float
-    user: str
-    action: str
-    doc_id: str | None
-    version: int | None
-    detail: str
-
-
-@dataclass
-class DocumentRow:
-    """A document's line in the overview: one aggregated query builds a page of these."""
-
-    doc_id: str
-    title: str
-    status: str
-    pinned: bool
-    current_version: int | None
-    summary_tokens: int | None
-    source_tokens: int
-    val_score: float | None
-    flags: int
-    suggestions: int
-    hits: int
-    misses: int
-    pending_jobs: int
-
-
-# overview sort keys -> ORDER BY (fixed strings: user input only picks a key)
-OVERVIEW_SORTS: dict[str, str] = {
-    "id": "d.doc_id",
-    "missed": "misses DESC, d.doc_id",
-    "hits": "hits DESC, d.doc_id",
-    "flags": "flags DESC, d.doc_id",
-    "score": "val_score IS NULL, val_score, d.doc_id",
-}
-OVERVIEW_FILTERS: dict[str, str] = {
-    "all": "1=1",
-    "flagged": "flags > 0",
-    "pinned": "d.pinned = 1",
-    "suggested": "suggestions > 0",
-    "missed": "misses > 0",
-    "failed": "d.status = 'failed'",
-}
-
-
-class SummaryStore(RefineQueue):
+class SummaryStore(SummaryVersions, RefineQueue, TrafficLog):
     """Durable state in SQLite (a file, WAL, busy timeout; the default) or PostgreSQL
     (``postgresql://...``); safe across threads and processes on both.
 
@@ -251,16 +171,6 @@ class SummaryStore(RefineQueue):
         self._migrate(create)
 
     # ------------------------------------------------------------------ plumbing
-    def _conn(self) -> Backend:
-        """Reads: the backend runs each statement on this thread's connection."""
-        return self.backend
-
-    @contextmanager
-    def _tx(self) -> Iterator[Any]:
-        """A write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: with row locks)."""
-        with self.backend.transaction() as tx:
-            yield tx
-
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
         """Hold a cross-process lock while vectors are rewritten, so two workers never
@@ -409,311 +319,7 @@ class SummaryStore(RefineQueue):
         )
         return [r[0] for r in rows]
 
-    # ------------------------------------------------------------------ summaries
-    def save_result(
-        self,
-        doc_id: str,
-        result: CoSResult,
-        *,
-        created_by: str = "cos",
-        reason: str = "",
-        flags: Sequence[str] = (),
-    ) -> int:
-        """Store a new summary version from an engine result, with its question bank.
-
-        The version becomes current unless the document is pinned by a human; then it is
-        kept as a ``suggested`` version to accept or reject.
-        """
-        doc = self.get_document(doc_id)
-        if doc is None:
-            raise KeyError(f"unknown document {doc_id!r}")
-        best = result.best
-        with self._tx() as tx:
-            self._lock_document(tx, doc_id)
-            version = self._next_version(tx, doc_id)
-            status = "suggested" if doc.pinned else "published"
-            self._insert_version(
-                tx,
-                doc_id,
-                version,
-                result.summary,
-                status=status,
-                created_by=created_by,
-                reason=reason,
-                config_hash=result.config_hash,
-                text_hash=doc.content_hash,
-                val=best.val_score if best else None,
-                train=best.train_score if best else None,
-                summary_tokens=result.summary_tokens,
-                source_tokens=result.source_tokens,
-                usage=result.usage.model_dump(),
-                flags=flags,
-                result_json=result.model_dump_json(),
-            )
-            # A fresh CoS run replaces the synthetic and human bank; miss questions stay.
-            tx.execute("DELETE FROM questions WHERE doc_id=? AND origin!='miss'", (doc_id,))
-            for q in result.questions:
-                self._insert_question(tx, doc_id, q)
-            if not doc.pinned:
-                tx.execute(
-                    "UPDATE documents SET current_version=?, status='summarized', error=NULL,"
-                    " updated_at=? WHERE doc_id=?",
-                    (version, time.time(), doc_id),
-                )
-        return version
-
-    def publish_version(
-        self,
-        doc_id: str,
-        text: str,
-        *,
-        expected_version: int | None,
-        created_by: str,
-        reason: str = "",
-        val_score: float | None = None,
-        train_score: float | None = None,
-        summary_tokens: int = 0,
-        flags: Sequence[str] = (),
-        config_hash: str = "",
-        force: bool = False,
-    ) -> int | None:
-        """Compare-and-swap: publish ``text`` only if the current version is still
-        ``expected_version``. Returns the new version, or ``None`` if someone else won.
-
-        On a pinned document a non-human version is stored as ``suggested`` and the
-        current version does not move (unless ``force``).
-        """
-        with self._tx() as tx:
-            row = tx.execute(
-                "SELECT current_version, pinned, content_hash FROM documents WHERE doc_id=?"
-                + self.backend.for_update,
-                (doc_id,),
-            ).fetchone()
-            if row is None:
-                raise KeyError(f"unknown document {doc_id!r}")
-            if row["current_version"] != expected_version:
-                return None
-            version = self._next_version(tx, doc_id)
-            suggest = bool(row["pinned"]) and created_by != "human" and not force
-            self._insert_version(
-                tx,
-                doc_id,
-                version,
-                text,
-                status="suggested" if suggest else "published",
-                created_by=created_by,
-                reason=reason,
-                config_hash=config_hash,
-                text_hash=row["content_hash"],
-                val=val_score,
-                train=train_score,
-                summary_tokens=summary_tokens,
-                source_tokens=0,
-                usage={},
-                flags=flags,
-                result_json=None,
-            )
-            if not suggest:
-                pinned = 1 if created_by == "human" else row["pinned"]
-                tx.execute(
-                    "UPDATE documents SET current_version=?, pinned=?, status='summarized',"
-                    " updated_at=? WHERE doc_id=?",
-                    (version, pinned, time.time(), doc_id),
-                )
-        return version
-
-    def set_current(
-        self, doc_id: str, version: int, *, expected_version: int | None | bool = False
-    ) -> bool:
-        """Make an existing version current (revert, or accept a suggestion). With
-        ``expected_version`` (the version the caller saw, ``None`` for none) it is a
-        compare-and-swap: returns False, changing nothing, when the current version moved
-        meanwhile."""
-        with self._tx() as tx:
-            if expected_version is not False:
-                row = tx.execute(
-                    "SELECT current_version FROM documents WHERE doc_id=?"
-                    + self.backend.for_update,
-                    (doc_id,),
-                ).fetchone()
-                if row is None:
-                    raise KeyError(f"unknown document {doc_id!r}")
-                if row[0] != expected_version:
-                    return False
-            if not tx.execute(
-                "SELECT 1 FROM summary_versions WHERE doc_id=? AND version=?", (doc_id, version)
-            ).fetchone():
-                raise KeyError(f"document {doc_id!r} has no version {version}")
-            tx.execute(
-                "UPDATE summary_versions SET status='published' WHERE doc_id=? AND version=?",
-                (doc_id, version),
-            )
-            tx.execute(
-                "UPDATE documents SET current_version=?, updated_at=? WHERE doc_id=?",
-                (version, time.time(), doc_id),
-            )
-        return True
-
-    def set_pinned(self, doc_id: str, pinned: bool) -> None:
-        with self._tx() as tx:
-            tx.execute("UPDATE documents SET pinned=? WHERE doc_id=?", (int(pinned), doc_id))
-
-    def reject_version(self, doc_id: str, version: int) -> None:
-        with self._tx() as tx:
-            tx.execute(
-                "UPDATE summary_versions SET status='rejected' WHERE doc_id=? AND version=?"
-                " AND status='suggested'",
-                (doc_id, version),
-            )
-
-    def require_current(self, doc_id: str) -> tuple[DocumentRecord, SummaryVersion]:
-        """The document and its current summary; a :class:`StoreError` naming it when either
-        is gone (e.g. deleted or retired by another process meanwhile)."""
-        doc, current = self.get_document(doc_id), self.current_summary(doc_id)
-        if doc is None or current is None:
-            raise StoreError(
-                f"document {doc_id!r} has no current summary any more (deleted, retired or "
-                "failed meanwhile); ingest it again"
-            )
-        return doc, current
-
-    def current_summary(self, doc_id: str) -> SummaryVersion | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT v.* FROM summary_versions v JOIN documents d ON d.doc_id=v.doc_id"
-                " AND d.current_version=v.version WHERE d.doc_id=?",
-                (doc_id,),
-            )
-            .fetchone()
-        )
-        return _version(row) if row else None
-
-    def versions(self, doc_id: str) -> list[SummaryVersion]:
-        rows = (
-            self._conn()
-            .execute("SELECT * FROM summary_versions WHERE doc_id=? ORDER BY version", (doc_id,))
-            .fetchall()
-        )
-        return [_version(r) for r in rows]
-
-    def result_of(self, doc_id: str, version: int) -> CoSResult | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT result_json FROM summary_versions WHERE doc_id=? AND version=?",
-                (doc_id, version),
-            )
-            .fetchone()
-        )
-        return CoSResult.model_validate_json(row[0]) if row and row[0] else None
-
-    def _lock_document(self, tx: Any, doc_id: str) -> None:
-        """Serialise writers of one document's versions (PostgreSQL: a row lock; SQLite's
-        write transaction already does)."""
-        if self.backend.for_update:
-            tx.execute(
-                "SELECT 1 FROM documents WHERE doc_id=?" + self.backend.for_update, (doc_id,)
-            )
-
-    @staticmethod
-    def _next_version(tx: Any, doc_id: str) -> int:
-        row = tx.execute(
-            "SELECT COALESCE(MAX(version), 0) FROM summary_versions WHERE doc_id=?", (doc_id,)
-        ).fetchone()
-        return int(row[0]) + 1
-
-    @staticmethod
-    def _insert_version(
-        tx,
-        doc_id,
-        version,
-        text,
-        *,
-        status,
-        created_by,
-        reason,
-        config_hash,
-        text_hash,
-        val,
-        train,
-        summary_tokens,
-        source_tokens,
-        usage,
-        flags,
-        result_json,
-    ) -> None:
-        tx.execute(
-            "INSERT INTO summary_versions(doc_id, version, text, status, created_by, reason,"
-            " config_hash, content_hash, val_score, train_score, summary_tokens, source_tokens,"
-            " calls, prompt_tokens, completion_tokens, cached_tokens, flags, result_json,"
-            " created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                doc_id,
-                version,
-                text,
-                status,
-                created_by,
-                reason,
-                config_hash,
-                text_hash,
-                val,
-                train,
-                summary_tokens,
-                source_tokens,
-                usage.get("calls", 0),
-                usage.get("prompt_tokens", 0),
-                usage.get("completion_tokens", 0),
-                usage.get("cached_tokens", 0),
-                json.dumps(list(flags)),
-                result_json,
-                time.time(),
-            ),
-        )
-
-    # ------------------------------------------------------------------ questions
-    def questions(self, doc_id: str) -> list[QAPair]:
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT question, answers, split, origin FROM questions WHERE doc_id=? ORDER BY id",
-                (doc_id,),
-            )
-            .fetchall()
-        )
-        return [
-            QAPair(question=r[0], answers=json.loads(r[1]), split=r[2], origin=r[3]) for r in rows
-        ]
-
-    def add_question(self, doc_id: str, pair: QAPair) -> bool:
-        with self._tx() as tx:
-            return self._insert_question(tx, doc_id, pair)
-
-    @staticmethod
-    def _insert_question(tx: Any, doc_id: str, q: QAPair) -> bool:
-        cur = tx.execute(
-            "INSERT OR IGNORE INTO questions(doc_id, question, norm, answers, split, origin,"
-            " created_at) VALUES(?,?,?,?,?,?,?)",
-            (doc_id, q.question, q.key, json.dumps(q.answers), q.split, q.origin, time.time()),
-        )
-        return cur.rowcount > 0
-
-    # ------------------------------------------------------------------ counters
-    def record_event(
-        self, kind: str, doc_id: str | None, query: str, *, context_tokens: int = 0
-    ) -> None:
-        """Log a ``hit``, ``miss`` or ``not_in_source`` for stats: one append-only INSERT in
-        autocommit (no explicit transaction, no lock beyond the row's; on PostgreSQL
-        concurrent queries never wait for each other here)."""
-        self._conn().execute(
-            "INSERT INTO events(at, kind, doc_id, query, context_tokens) VALUES(?,?,?,?,?)",
-            (time.time(), kind, doc_id, query, context_tokens),
-        )
-
-    def event_counts(self) -> dict[str, int]:
-        rows = self._conn().execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall()
-        return {r[0]: r[1] for r in rows}
-
+    # ------------------------------------------------------------------ rows
     def copy_rows(self, table: str, rows: Sequence[Any]) -> int:
         """Insert rows read from another store's ``table`` (same schema), keys included,
         in one transaction; rows whose key exists are skipped. Returns how many were new."""
@@ -733,112 +339,6 @@ class SummaryStore(RefineQueue):
         """A read-only query of the store's tables (reports such as :mod:`.stats`)."""
         return self._conn().execute(sql, tuple(args)).fetchall()
 
-    def events(self) -> list[Any]:
-        return self._conn().execute("SELECT * FROM events ORDER BY id").fetchall()
-
-    def recent_events(self, kind: str, limit: int = 50, offset: int = 0) -> list[Any]:
-        """The newest events of one kind (``miss``, ``hit``, ``not_in_source``)."""
-        return (
-            self._conn()
-            .execute(
-                "SELECT * FROM events WHERE kind=? ORDER BY id DESC LIMIT ? OFFSET ?",
-                (kind, limit, offset),
-            )
-            .fetchall()
-        )
-
-    def count_events(self, kind: str) -> int:
-        sql = "SELECT COUNT(*) FROM events WHERE kind=?"
-        return int(self._conn().execute(sql, (kind,)).fetchone()[0])
-
-    # ------------------------------------------------------------------ oversight
-    def record_action(
-        self,
-        user: str,
-        action: str,
-        doc_id: str | None = None,
-        version: int | None = None,
-        detail: str = "",
-    ) -> None:
-        """Append to the audit log (every owner action, from the CLI or the review page)."""
-        with self._tx() as tx:
-            tx.execute(
-                "INSERT INTO actions(at, actor, action, doc_id, version, detail)"
-                " VALUES(?,?,?,?,?,?)",
-                (time.time(), user, action, doc_id, version, detail),
-            )
-
-    def actions(self, doc_id: str | None = None, limit: int = 200) -> list[Action]:
-        """The audit log, newest first (of one document, or all)."""
-        sql, args = "SELECT * FROM actions", ()
-        if doc_id is not None:
-            sql, args = sql + " WHERE doc_id=?", (doc_id,)
-        rows = self._conn().execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit))
-        return [
-            Action(
-                r["id"], r["at"], r["actor"], r["action"], r["doc_id"], r["version"], r["detail"]
-            )
-            for r in rows.fetchall()
-        ]
-
-    def document_rows(
-        self, *, sort: str = "id", where: str = "all", limit: int = 50, offset: int = 0
-    ) -> tuple[list[DocumentRow], int]:
-        """A page of the overview and the number of documents the filter keeps: one query
-        with the counts aggregated per document (no query per row)."""
-        if sort not in OVERVIEW_SORTS:
-            raise ValueError(f"sort must be one of {sorted(OVERVIEW_SORTS)}, not {sort!r}")
-        if where not in OVERVIEW_FILTERS:
-            raise ValueError(f"filter must be one of {sorted(OVERVIEW_FILTERS)}, not {where!r}")
-        base = f"""
-            WITH ev AS (
-                SELECT doc_id, SUM(CASE WHEN kind='hit' THEN 1 ELSE 0 END) AS hits,
-                    SUM(CASE WHEN kind='miss' THEN 1 ELSE 0 END) AS misses
-                FROM events GROUP BY doc_id
-            ), sug AS (
-                SELECT doc_id, COUNT(*) AS n FROM summary_versions
-                WHERE status='suggested' GROUP BY doc_id
-            ), jobs AS (
-                SELECT doc_id, COUNT(*) AS n FROM refine_jobs
-                WHERE status IN ('pending', 'leased') GROUP BY doc_id
-            ), docrows AS (
-                SELECT d.doc_id, d.title, d.status, d.pinned, d.current_version,
-                    v.summary_tokens, LENGTH(d.text) AS chars, v.val_score,
-                    COALESCE({self.backend.json_len("v.flags")}, 0) AS flags,
-                    COALESCE(sug.n, 0) AS suggestions, COALESCE(ev.hits, 0) AS hits,
-                    COALESCE(ev.misses, 0) AS misses, COALESCE(jobs.n, 0) AS pending_jobs
-                FROM documents d
-                LEFT JOIN summary_versions v
-                    ON v.doc_id=d.doc_id AND v.version=d.current_version
-                LEFT JOIN ev ON ev.doc_id=d.doc_id
-                LEFT JOIN sug ON sug.doc_id=d.doc_id
-                LEFT JOIN jobs ON jobs.doc_id=d.doc_id
-            )
-            SELECT * FROM docrows d WHERE {OVERVIEW_FILTERS[where]}"""
-        conn = self._conn()
-        total = int(conn.execute(f"SELECT COUNT(*) FROM ({base}) AS page").fetchone()[0])
-        rows = conn.execute(
-            f"{base} ORDER BY {OVERVIEW_SORTS[sort]} LIMIT ? OFFSET ?", (limit, offset)
-        ).fetchall()
-        return [
-            DocumentRow(
-                doc_id=r["doc_id"],
-                title=r["title"],
-                status=r["status"],
-                pinned=bool(r["pinned"]),
-                current_version=r["current_version"],
-                summary_tokens=r["summary_tokens"],
-                source_tokens=tokens_for_chars(r["chars"]),
-                val_score=r["val_score"],
-                flags=r["flags"],
-                suggestions=r["suggestions"],
-                hits=r["hits"],
-                misses=r["misses"],
-                pending_jobs=r["pending_jobs"],
-            )
-            for r in rows
-        ], total
-
 
 def _doc(row: Any) -> DocumentRecord:
     return DocumentRecord(
@@ -853,23 +353,4 @@ def _doc(row: Any) -> DocumentRecord:
         indexed_version=row["indexed_version"],
         indexed_hash=row["indexed_hash"],
         pinned=bool(row["pinned"]),
-    )
-
-
-def _version(row: Any) -> SummaryVersion:
-    return SummaryVersion(
-        doc_id=row["doc_id"],
-        version=row["version"],
-        text=row["text"],
-        status=row["status"],
-        created_by=row["created_by"],
-        reason=row["reason"],
-        config_hash=row["config_hash"],
-        content_hash=row["content_hash"],
-        val_score=row["val_score"],
-        train_score=row["train_score"],
-        summary_tokens=row["summary_tokens"],
-        source_tokens=row["source_tokens"],
-        flags=json.loads(row["flags"]),
-        created_at=row["created_at"],
     )
