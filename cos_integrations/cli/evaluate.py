@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -142,55 +142,29 @@ def eval_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
-    from cos_integrations.embedded.runtime import describe_choice, open_model
-    from cos_integrations.research.evaluation import (
-        DatasetError,
-        RetrievalEvalOptions,
-        load_dataset,
-        run_eval,
-    )
-    from cos_integrations.research.peers import PeerUnavailable
-    from cos_integrations.serving.hit_rule import HitRule
-
     setup_logging(verbose)
-    try:
-        docs = load_dataset(data, limit=limit)
-        extra = load_dataset(distractors, questions=False) if distractors else []
-    except (DatasetError, OSError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
-    clash = {d.doc_id for d in docs} & {d.doc_id for d in extra}
-    if clash:
-        err.print(f"[red]error:[/] --distractors repeats --data's documents: {sorted(clash)[:5]}")
-        raise typer.Exit(2)
-    for d in docs:
-        d.qas = d.qas[:heldout_questions]
-    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    docs, extra = _load_documents(data, limit, distractors, heldout_questions)
     if summaries_from is not None and not summaries_from.is_file():
-        err.print(f"[red]error:[/] --summaries-from {summaries_from}: no such file")
-        raise typer.Exit(2)
+        _refuse(f"--summaries-from {summaries_from}: no such file")
     try:
-        retrieval = RetrievalEvalOptions(
+        retrieval = _retrieval_options(
             k=k,
-            # fallback's hit rule: the product's with the model judge, the options changed
-            rule=HitRule(judge="llm").with_options(
-                **rule_levers(
-                    judge,
-                    threshold,
-                    hit_context,
-                    reject_echo,
-                    require_support,
-                    verify_chunk,
-                    verify_route,
-                )
+            levers=rule_levers(
+                judge,
+                threshold,
+                hit_context,
+                reject_echo,
+                require_support,
+                verify_chunk,
+                verify_route,
             ),
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,
             hit_ablation=hit_ablation,
-            deepen=deepen,  # type: ignore[arg-type]
+            deepen=deepen,
             repeat_traffic=repeat_traffic,
-            refine_teach=refine_teach,  # type: ignore[arg-type]
+            refine_teach=refine_teach,
         )
         config = _config(
             preset,
@@ -202,22 +176,73 @@ def eval_command(
             val_questions=val_questions,
         )
     except ValueError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        _refuse(str(exc), exc)
+    run = {
+        "methods": [m.strip() for m in methods.split(",") if m.strip()],
+        "config": config,
+        "out": out,
+        "dataset": str(data),
+        "concurrency": concurrency,
+        "refine_from_traffic": refine_from_traffic,
+        "retrieval": retrieval,
+        "answer_cache": answer_cache,
+        "oracle": oracle,
+        "distractors": extra,
+    }
+    result = _run(docs, run, model=model, base_url=base_url, local_model=local_model)
+    _print_result(result)
+    console.print(f"wrote {out}")
+    _finish(result, plot)
+
+
+def _refuse(message: str, cause: BaseException | None = None) -> NoReturn:
+    """A usage error: said in red, exit 2 (nothing was run)."""
+    err.print(f"[red]error:[/] {escape(message)}")
+    raise typer.Exit(2) from cause
+
+
+def _load_documents(data: Path, limit: int | None, distractors: Path | None, heldout: int):
+    """The questioned documents (their first ``heldout`` questions) and the distractors."""
+    from cos_integrations.research.evaluation import DatasetError, load_dataset
+
+    try:
+        docs = load_dataset(data, limit=limit)
+        extra = load_dataset(distractors, questions=False) if distractors else []
+    except (DatasetError, OSError) as exc:
+        _refuse(str(exc), exc)
+    clash = {d.doc_id for d in docs} & {d.doc_id for d in extra}
+    if clash:
+        _refuse(f"--distractors repeats --data's documents: {sorted(clash)[:5]}")
+    for d in docs:
+        d.qas = d.qas[:heldout]
+    return docs, extra
+
+
+def _retrieval_options(*, levers: dict, **options):
+    """How fallback, rag and right-doc run: fallback's rule is the product's, with the model
+    judge, changed by the given levers; ``ValueError`` on a bad choice."""
+    from cos_integrations.research.evaluation import RetrievalEvalOptions
+    from cos_integrations.serving.hit_rule import HitRule
+
+    return RetrievalEvalOptions(rule=HitRule(judge="llm").with_options(**levers), **options)
+
+
+def _run(docs: list, run: dict, *, model, base_url, local_model) -> dict:
+    """``run_eval`` on the chosen model, with a progress line per finished record."""
+    from cos_integrations.embedded.runtime import describe_choice, open_model
+    from cos_integrations.research.evaluation import run_eval
+    from cos_integrations.research.peers import PeerUnavailable
+
+    n_ctx = run["config"].context_tokens
     with open_model(
-        model,
-        base_url=base_url,
-        local_model=local_model,
-        n_ctx=config.context_tokens,
-        echo=console.print,
+        model, base_url=base_url, local_model=local_model, n_ctx=n_ctx, echo=console.print
     ) as llm:
         name = getattr(llm, "name", type(llm).__name__)
         if describe_choice(model, base_url, local_model) != "endpoint":
             # the embedded server's port changes per run; the name must not, or resume breaks
             name = f"{getattr(llm, 'model', name)} (embedded)"
         with progress_bar() as progress:
-            total = len(docs) * len(chosen)
-            task = progress.add_task("evaluating", total=total)
+            task = progress.add_task("evaluating", total=len(docs) * len(run["methods"]))
 
             def tick(rec: dict) -> None:
                 progress.advance(task)
@@ -227,29 +252,13 @@ def eval_command(
                 progress.console.print(f"  {rec['doc_id']} {escape(rec['method'])}: {said}")
 
             try:
-                result = asyncio.run(
-                    run_eval(
-                        llm,
-                        docs,
-                        methods=chosen,
-                        config=config,
-                        out=out,
-                        model_name=name,
-                        dataset=str(data),
-                        concurrency=concurrency,
-                        on_record=tick,
-                        refine_from_traffic=refine_from_traffic,
-                        retrieval=retrieval,
-                        answer_cache=answer_cache,
-                        oracle=oracle,
-                        distractors=extra,
-                    )
-                )
+                return asyncio.run(run_eval(llm, docs, model_name=name, on_record=tick, **run))
             except (ValueError, PeerUnavailable) as exc:
-                err.print(f"[red]error:[/] {escape(str(exc))}")
-                raise typer.Exit(2) from exc
-    _print_result(result)
-    console.print(f"wrote {out}")
+                _refuse(str(exc), exc)
+
+
+def _finish(result: dict, plot: Path | None) -> None:
+    """The plot, then what failed (exit 1: a re-run retries only that)."""
     if plot:
         from cos_integrations.research.evaluation import plot as draw
 

@@ -437,104 +437,11 @@ async def _retrieval(
     every method. ``label`` names the fallback records (``fallback[cos]`` when several
     summary strategies are compared, each over its own index).
     """
-    from cos_integrations.serving.retrieval import FallbackRetriever, focus_items
-
     index = _eval_index(index_dir, docs, summaries, config, options, refine_from_traffic)
-    retriever = FallbackRetriever(
-        index,
-        llm=llm,
-        rule=options.rule,
-        k=options.k,
-    )
-    answer = AnswerCache(llm, model_name, answer_cache)
-
-    usage_fields = _usage_fields
-    with_summaries = (
+    contextual = (
         await _contextual_chunks(index, docs, summaries) if "rag-contextual" in methods else None
     )
-
-    async def rag(
-        q: EvalQA, *, focused: bool = False, ordered: bool = False, contextual: bool = False
-    ) -> dict[str, Any]:
-        if contextual and with_summaries is not None:
-            # the same chunks, found by their embeddings with the summary in front
-            items = await asyncio.to_thread(with_summaries.search, q.question, options.k)
-        else:
-            items = await asyncio.to_thread(index.search_chunks, q.question, options.k)
-        if ordered:
-            # DOS RAG: the same top-k chunks put back in document order
-            items = sorted(items, key=_chunk_position)
-        if focused:
-            # the control for the "focused" hit context: rag's top-k chunks cut to the
-            # same sentences on the query (all of them when none speaks of it)
-            items = focus_items(q.question, items, limit=options.rule.focus_sentences) or items
-        ans, usage = await answer(q, items)
-        return _row(
-            q,
-            ans,
-            context_tokens=sum(estimate_tokens(h.text) for h in items),
-            docs=[h.doc_id for h in items],
-            **usage_fields(usage),
-        )
-
-    async def fallback(q: EvalQA, *, traffic: bool = False) -> dict[str, Any]:
-        # only traffic may queue refinement: a test question that taught the summary
-        # its own answer would be measured on what it leaked
-        retriever.refine_on_miss = "queue" if traffic else "off"
-        res = await retriever.aretrieve(q.question)
-        usage = Usage().add(res.usage)
-        ans = res.answer
-        context = res.judge_context_tokens
-        if ans is None and res.items:
-            # a miss answers from the chunks it returned; a hit of judge="score" (no model
-            # call to decide) answers from the summaries it returned
-            ans, more = await answer(q, res.items)
-            usage.add(more)
-            context += res.context_tokens
-        extra: dict[str, Any] = {}
-        if options.hit_ablation and res.hit and res.candidates:
-            extra["ablation"] = await ablate(q, res.items, res.candidates[0].doc_id)
-        return _row(
-            q,
-            ans,
-            hit=res.hit,
-            context_tokens=context,
-            best_score=res.candidates[0].score if res.candidates else None,
-            best_doc=res.candidates[0].doc_id if res.candidates else None,
-            judge_answer=res.judge_answer,
-            judge_f1=squad_f1(res.judge_answer or "", q.answers),
-            judge_context_tokens=res.judge_context_tokens,
-            checks=res.checks,
-            docs=[h.doc_id for h in res.items],
-            **usage_fields(usage),
-            **extra,
-        )
-
-    async def ablate(q: EvalQA, items: list, doc_id: str) -> dict[str, dict[str, Any]]:
-        # the same hit answered from parts of its context (not charged to the method)
-        whole = await asyncio.to_thread(index.search_chunks, q.question, 1, doc_ids=[doc_id])
-        parts = {
-            "summary": [h for h in items if h.kind == "summary"],
-            "chunk": [h for h in items if h.kind == "chunk"],
-            "whole-chunk": whole[:1],
-        }
-        out: dict[str, dict[str, Any]] = {}
-        for name, part in parts.items():
-            ans = (await answer(q, part))[0] if part else None
-            out[name] = {
-                "answer": ans,
-                "f1": squad_f1(ans or "", q.answers),
-                "context_tokens": sum(estimate_tokens(h.text) for h in part),
-            }
-        return out
-
-    async def right_doc(q: EvalQA, doc: EvalDoc) -> dict[str, Any]:
-        from cos_integrations.serving.index import SearchHit
-
-        item = SearchHit(doc.doc_id, doc.doc_id, doc.text, 1.0, {"title": doc.title}, "doc")
-        ans, usage = await answer(q, [item])
-        return _row(q, ans, context_tokens=estimate_tokens(doc.text), **usage_fields(usage))
-
+    asker = _Asker(llm, index, options, AnswerCache(llm, model_name, answer_cache), contextual)
     for doc in docs:
         if doc.doc_id not in summaries or not doc.qas:
             continue  # a distractor is indexed, never asked about
@@ -547,35 +454,139 @@ async def _retrieval(
         if not refine_from_traffic:
             traffic = []  # the test half alone, comparable with a refine-from-traffic run
         # each method's questions in a row, so llama.cpp's prompt cache keeps the context
-        if "right-doc" in todo:
-            rows = [await right_doc(q, doc) for q in test]
-            write({"doc_id": doc.doc_id, "method": "right-doc", "questions": rows, **_agg(rows)})
-        if "rag" in todo:
-            rows = [await rag(q) for q in test]
-            write({"doc_id": doc.doc_id, "method": "rag", "questions": rows, **_agg(rows)})
-        if "rag-focused" in todo:
-            rows = [await rag(q, focused=True) for q in test]
-            write({"doc_id": doc.doc_id, "method": "rag-focused", "questions": rows, **_agg(rows)})
-        if "rag-ordered" in todo:
-            rows = [await rag(q, ordered=True) for q in test]
-            write({"doc_id": doc.doc_id, "method": "rag-ordered", "questions": rows, **_agg(rows)})
-        if "rag-contextual" in todo:
-            rows = [await rag(q, contextual=True) for q in test]
-            write(
-                {"doc_id": doc.doc_id, "method": "rag-contextual", "questions": rows, **_agg(rows)}
-            )
+        for method, ask in asker.chunk_methods(doc).items():
+            if method in todo:
+                rows = [await ask(q) for q in test]
+                write({"doc_id": doc.doc_id, "method": method, "questions": rows, **_agg(rows)})
         if "fallback" in todo:
-            before = [await fallback(q) for q in test]
+            before = [await asker.fallback(q) for q in test]
             rec: dict[str, Any] = {
                 "doc_id": doc.doc_id,
                 "method": label,
-                "threshold": retriever.threshold,  # the value used (given or calibrated)
+                "threshold": asker.retriever.threshold,  # the value used (given or calibrated)
             }
             rec["questions"] = before
             rec.update(_agg(before))
             if traffic:
-                await _traffic_step(rec, doc, traffic, test, fallback, llm, index, config, options)
+                await _traffic_step(
+                    rec, doc, traffic, test, asker.fallback, llm, index, config, options
+                )
             write(rec)
+
+
+class _Asker:
+    """One question answered by each retrieval method over one index, with the same answer
+    prompt (``AnswerCache``); each returns the question's record row."""
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        index: Any,
+        options: RetrievalEvalOptions,
+        answer: AnswerCache,
+        contextual: ContextualChunks | None,
+    ) -> None:
+        from cos_integrations.serving.retrieval import FallbackRetriever
+
+        self.index, self.options, self.answer, self.contextual = index, options, answer, contextual
+        self.retriever = FallbackRetriever(index, llm=llm, rule=options.rule, k=options.k)
+
+    def chunk_methods(self, doc: EvalDoc) -> dict[str, Callable[[EvalQA], Any]]:
+        """The methods that read chunks (or the whole document), by name, in asking order."""
+        return {
+            "right-doc": lambda q: self.right_doc(q, doc),
+            "rag": self.rag,
+            "rag-focused": lambda q: self.rag(q, focused=True),
+            "rag-ordered": lambda q: self.rag(q, ordered=True),
+            "rag-contextual": lambda q: self.rag(q, contextual=True),
+        }
+
+    async def rag(
+        self, q: EvalQA, *, focused: bool = False, ordered: bool = False, contextual: bool = False
+    ) -> dict[str, Any]:
+        from cos_integrations.serving.retrieval import focus_items
+
+        k = self.options.k
+        if contextual and self.contextual is not None:
+            # the same chunks, found by their embeddings with the summary in front
+            items = await asyncio.to_thread(self.contextual.search, q.question, k)
+        else:
+            items = await asyncio.to_thread(self.index.search_chunks, q.question, k)
+        if ordered:
+            # DOS RAG: the same top-k chunks put back in document order
+            items = sorted(items, key=_chunk_position)
+        if focused:
+            # the control for the "focused" hit context: rag's top-k chunks cut to the
+            # same sentences on the query (all of them when none speaks of it)
+            limit = self.options.rule.focus_sentences
+            items = focus_items(q.question, items, limit=limit) or items
+        ans, usage = await self.answer(q, items)
+        return _row(
+            q,
+            ans,
+            context_tokens=sum(estimate_tokens(h.text) for h in items),
+            docs=[h.doc_id for h in items],
+            **_usage_fields(usage),
+        )
+
+    async def fallback(self, q: EvalQA, *, traffic: bool = False) -> dict[str, Any]:
+        # only traffic may queue refinement: a test question that taught the summary
+        # its own answer would be measured on what it leaked
+        self.retriever.refine_on_miss = "queue" if traffic else "off"
+        res = await self.retriever.aretrieve(q.question)
+        usage = Usage().add(res.usage)
+        ans = res.answer
+        context = res.judge_context_tokens
+        if ans is None and res.items:
+            # a miss answers from the chunks it returned; a hit of judge="score" (no model
+            # call to decide) answers from the summaries it returned
+            ans, more = await self.answer(q, res.items)
+            usage.add(more)
+            context += res.context_tokens
+        extra: dict[str, Any] = {}
+        if self.options.hit_ablation and res.hit and res.candidates:
+            extra["ablation"] = await self.ablate(q, res.items, res.candidates[0].doc_id)
+        best = res.candidates[0] if res.candidates else None
+        return _row(
+            q,
+            ans,
+            hit=res.hit,
+            context_tokens=context,
+            best_score=best.score if best else None,
+            best_doc=best.doc_id if best else None,
+            judge_answer=res.judge_answer,
+            judge_f1=squad_f1(res.judge_answer or "", q.answers),
+            judge_context_tokens=res.judge_context_tokens,
+            checks=res.checks,
+            docs=[h.doc_id for h in res.items],
+            **_usage_fields(usage),
+            **extra,
+        )
+
+    async def ablate(self, q: EvalQA, items: list, doc_id: str) -> dict[str, dict[str, Any]]:
+        """The same hit answered from parts of its context (not charged to the method)."""
+        whole = await asyncio.to_thread(self.index.search_chunks, q.question, 1, doc_ids=[doc_id])
+        parts = {
+            "summary": [h for h in items if h.kind == "summary"],
+            "chunk": [h for h in items if h.kind == "chunk"],
+            "whole-chunk": whole[:1],
+        }
+        out: dict[str, dict[str, Any]] = {}
+        for name, part in parts.items():
+            ans = (await self.answer(q, part))[0] if part else None
+            out[name] = {
+                "answer": ans,
+                "f1": squad_f1(ans or "", q.answers),
+                "context_tokens": sum(estimate_tokens(h.text) for h in part),
+            }
+        return out
+
+    async def right_doc(self, q: EvalQA, doc: EvalDoc) -> dict[str, Any]:
+        from cos_integrations.serving.index import SearchHit
+
+        item = SearchHit(doc.doc_id, doc.doc_id, doc.text, 1.0, {"title": doc.title}, "doc")
+        ans, usage = await self.answer(q, [item])
+        return _row(q, ans, context_tokens=estimate_tokens(doc.text), **_usage_fields(usage))
 
 
 def _eval_index(
@@ -933,45 +944,7 @@ async def run_eval(
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
     retrieval = retrieval or RetrievalEvalOptions()
-    partial = out.with_suffix(out.suffix + ".docs.jsonl")
-    signature = {"model": model_name, "config_hash": config.config_hash()}
-    # the retrieval methods' figures depend on how they were run, and on the summaries
-    r_signature = {**signature, "retrieval": retrieval.model_dump(mode="json")}
-    if refine_from_traffic:
-        r_signature["refine_from_traffic"] = True
-    done: dict[tuple[str, str], dict] = {}
-    if partial.exists():
-        for line in partial.read_text().splitlines():
-            rec = json.loads(line)
-            want = r_signature if is_retrieval(rec["method"]) else signature
-            if rec.get("signature") == want:
-                done[(rec["doc_id"], rec["method"])] = rec
-    sem = asyncio.Semaphore(concurrency)
-    lock = asyncio.Lock()
-
-    errors: list[dict[str, str]] = []
-
-    def write(rec: dict) -> None:
-        rec["signature"] = r_signature if is_retrieval(rec["method"]) else signature
-        with partial.open("a") as fh:
-            fh.write(json.dumps(rec) + "\n")
-        done[(rec["doc_id"], rec["method"])] = rec
-        if on_record:
-            on_record(rec)
-
-    async def job(method: str, doc: EvalDoc) -> None:
-        if (doc.doc_id, method) in done:
-            return
-        async with sem:
-            try:
-                rec = await _one(method, llm, doc, config, oracle=oracle)
-            except Exception as exc:  # one document's failure must not lose the others
-                log.warning("%s %s failed: %s", doc.doc_id, method, exc)
-                errors.append({"doc_id": doc.doc_id, "method": method, "error": str(exc)})
-                return  # not written: a re-run retries it
-        async with lock:
-            write(rec)
-
+    run_log = _RunLog(out, model_name, config, retrieval, refine_from_traffic, on_record)
     peers = [m for m in methods if m in PEERS]
     wanted = [m for m in methods if m in RETRIEVAL_METHODS and m not in PEERS]
     plain = [m for m in methods if m not in RETRIEVAL_METHODS]
@@ -981,71 +954,40 @@ async def run_eval(
             if source not in SUMMARY_METHODS and source != "reference":
                 raise ValueError(f"summary_method {source!r} is not a summary method")
             plain.append(source)  # the retrieval index is built from these summaries
-    await asyncio.gather(
-        *(job(m, d) for d in docs for m in plain),
-        *(job(m, d) for d in distractors for m in plain if m in sources),
-    )
+    jobs = [(m, d) for d in docs for m in plain]
+    jobs += [(m, d) for d in distractors for m in plain if m in sources]
+    await _summary_jobs(llm, jobs, config, oracle, concurrency, run_log)
     everything = [*docs, *distractors]
     ingest: dict[str, dict[str, Any]] = {}
     for i, source in enumerate(sources):
-        summaries = _summaries(source, retrieval.summaries_from, done, everything)
+        summaries = _summaries(source, retrieval.summaries_from, run_log.done, everything)
         # what the questioned documents' summaries cost (distractors may be cheaper)
         ingest[retrieval.label(source)] = ingest_costs(
             [summaries[d.doc_id] for d in docs if d.doc_id in summaries]
         )
         # rag, rag-focused and right-doc read only the chunks, the same in every index
-        these = [m for m in wanted if i == 0 or m == "fallback"]
-        index_name = f"{out.name}.index-{_digest(r_signature)}"
+        index_dir = run_log.index_dir(source if len(sources) > 1 else None)
         await _retrieval(
             llm,
             everything,
             summaries,
             config,
-            these,
+            [m for m in wanted if i == 0 or m == "fallback"],
             refine_from_traffic,
             retrieval,
-            # one index per retrieval signature (and strategy): another starts afresh
-            out.with_name(index_name if len(sources) == 1 else f"{index_name}-{source}"),
-            done,
-            write,
+            index_dir,
+            run_log.done,
+            run_log.write,
             model_name,
             answer_cache,
             label=retrieval.label(source),
         )
     if peers:
-        from cos_integrations.embedded.embeddings import LocalEmbedder
-
-        setup = PeerSetup(
-            llm=llm, embedder=LocalEmbedder(), k=retrieval.k, context_window=config.context_tokens
-        )
-        answers = AnswerCache(llm, model_name, answer_cache)
         split = retrieval.test_half or refine_from_traffic
-        for name in peers:
-            try:
-                await _peer_eval(
-                    name,
-                    setup,
-                    everything,
-                    lambda d: _test_questions(d, split),
-                    answers,
-                    done,
-                    write,
-                )
-            except PeerUnavailable:
-                raise  # nothing of it can run: say how to install it
-            except Exception as exc:  # one peer's failure must not lose the others
-                log.warning("peer %s failed: %s", name, exc)
-                error = f"{type(exc).__name__}: {exc}"
-                errors.append({"doc_id": "*", "method": name, "error": error})
-                continue
-            ingest[name] = ingest_costs([done[(d.doc_id, name)] for d in docs])
-    ids = {d.doc_id for d in docs}
-    records = [r for r in done.values() if r["doc_id"] in ids]
-    labels = set(methods) | set(ingest)
-    summary = summarise_records([r for r in records if r["method"] in labels])
-    for label, costs in ingest.items():
-        if label in summary:
-            summary[label]["ingest"] = costs
+        cache = AnswerCache(llm, model_name, answer_cache)
+        ingest.update(
+            await _peers(llm, peers, docs, everything, config, retrieval.k, split, cache, run_log)
+        )
     result = {
         "model": model_name,
         "dataset": dataset,
@@ -1053,11 +995,144 @@ async def run_eval(
         "distractors": len(distractors),
         "config": config.model_dump(mode="json"),
         "retrieval": retrieval.model_dump(mode="json") if wanted else None,
-        "methods": summary,
-        "errors": errors,
+        "methods": _summary_table(run_log.done, docs, set(methods), ingest),
+        "errors": run_log.errors,
     }
     out.write_text(json.dumps(result, indent=2))
     return result
+
+
+class _RunLog:
+    """A run's records by ``(doc_id, method)``: read back from ``OUT.docs.jsonl`` when their
+    signature matches (the model and config; for the retrieval methods also how they ran),
+    appended as they finish, so a re-run does only what is missing or failed."""
+
+    def __init__(
+        self,
+        out: Path,
+        model_name: str,
+        config: CoSConfig,
+        retrieval: RetrievalEvalOptions,
+        refine_from_traffic: bool,
+        on_record: Callable[[dict], None] | None,
+    ) -> None:
+        self.out, self.on_record = out, on_record
+        self.partial = out.with_suffix(out.suffix + ".docs.jsonl")
+        self.signature = {"model": model_name, "config_hash": config.config_hash()}
+        # the retrieval methods' figures depend on how they were run, and on the summaries
+        self.r_signature = {**self.signature, "retrieval": retrieval.model_dump(mode="json")}
+        if refine_from_traffic:
+            self.r_signature["refine_from_traffic"] = True
+        self.done: dict[tuple[str, str], dict] = {}
+        self.errors: list[dict[str, str]] = []
+        if self.partial.exists():
+            for line in self.partial.read_text().splitlines():
+                rec = json.loads(line)
+                if rec.get("signature") == self._signature_of(rec["method"]):
+                    self.done[(rec["doc_id"], rec["method"])] = rec
+
+    def _signature_of(self, method: str) -> dict:
+        return self.r_signature if is_retrieval(method) else self.signature
+
+    def write(self, rec: dict) -> None:
+        rec["signature"] = self._signature_of(rec["method"])
+        with self.partial.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        self.done[(rec["doc_id"], rec["method"])] = rec
+        if self.on_record:
+            self.on_record(rec)
+
+    def failed(self, doc_id: str, method: str, error: str) -> None:
+        self.errors.append({"doc_id": doc_id, "method": method, "error": error})
+
+    def index_dir(self, strategy: str | None) -> Path:
+        """One index per retrieval signature (and strategy): another starts afresh."""
+        name = f"{self.out.name}.index-{_digest(self.r_signature)}"
+        return self.out.with_name(name if strategy is None else f"{name}-{strategy}")
+
+
+async def _summary_jobs(
+    llm: ChatModel,
+    jobs: list[tuple[str, EvalDoc]],
+    config: CoSConfig,
+    oracle: bool,
+    concurrency: int,
+    run_log: _RunLog,
+) -> None:
+    """Every ``(method, document)`` summary record not done yet, ``concurrency`` at a time;
+    a failure is logged and left for a re-run, the others go on."""
+    sem, lock = asyncio.Semaphore(concurrency), asyncio.Lock()
+
+    async def job(method: str, doc: EvalDoc) -> None:
+        if (doc.doc_id, method) in run_log.done:
+            return
+        async with sem:
+            try:
+                rec = await _one(method, llm, doc, config, oracle=oracle)
+            except Exception as exc:  # one document's failure must not lose the others
+                log.warning("%s %s failed: %s", doc.doc_id, method, exc)
+                run_log.failed(doc.doc_id, method, str(exc))
+                return  # not written: a re-run retries it
+        async with lock:
+            run_log.write(rec)
+
+    await asyncio.gather(*(job(m, d) for m, d in jobs))
+
+
+async def _peers(
+    llm: ChatModel,
+    peers: list[str],
+    docs: list[EvalDoc],
+    everything: list[EvalDoc],
+    config: CoSConfig,
+    k: int,
+    split: bool,
+    answers: AnswerCache,
+    run_log: _RunLog,
+) -> dict[str, dict[str, Any]]:
+    """Each peer over every document, asked the questioned ones; its ingest costs by name.
+    A missing peer package stops the run (say how to install it); another failure is
+    logged and the other peers go on."""
+    from cos_integrations.embedded.embeddings import LocalEmbedder
+
+    setup = PeerSetup(llm=llm, embedder=LocalEmbedder(), k=k, context_window=config.context_tokens)
+    ingest: dict[str, dict[str, Any]] = {}
+    for name in peers:
+        try:
+            await _peer_eval(
+                name,
+                setup,
+                everything,
+                lambda d: _test_questions(d, split),
+                answers,
+                run_log.done,
+                run_log.write,
+            )
+        except PeerUnavailable:
+            raise  # nothing of it can run: say how to install it
+        except Exception as exc:  # one peer's failure must not lose the others
+            log.warning("peer %s failed: %s", name, exc)
+            run_log.failed("*", name, f"{type(exc).__name__}: {exc}")
+            continue
+        ingest[name] = ingest_costs([run_log.done[(d.doc_id, name)] for d in docs])
+    return ingest
+
+
+def _summary_table(
+    done: dict[tuple[str, str], dict],
+    docs: list[EvalDoc],
+    methods: set[str],
+    ingest: dict[str, dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """The means per method over the questioned documents, with each row's ingest costs."""
+    ids = {d.doc_id for d in docs}
+    records = [r for r in done.values() if r["doc_id"] in ids]
+    labels = methods | set(ingest)
+    summary = summarise_records([r for r in records if r["method"] in labels])
+    for label, costs in ingest.items():
+        if label in summary:
+            summary[label]["ingest"] = costs
+    return summary
 
 
 def _summaries(
