@@ -562,62 +562,26 @@ class FallbackRetriever:
     ) -> RetrievalResult:
         """Fall back to source chunks (or the candidates' stored text), queue a refine job
         for the document they came from, and record the miss."""
-        index, reason, usage, top = self.index, decision.reason, decision.usage, decision.top
+        reason, usage, top = decision.reason, decision.usage, decision.top
         judged = {
             "judge_answer": decision.judge_answer,
             "judge_context_tokens": decision.judge_tokens,
             "checks": decision.checks,
         }
-        fk = self.fallback_k or k
         doc_ids = list(dict.fromkeys(c.doc_id for c in candidates))
-        silent = [await asyncio.to_thread(index.store.not_in_source, d, query) for d in doc_ids]
-        if doc_ids and all(silent):
+        if await self._all_silent(doc_ids, query):
             # Refinement already found every candidate's source silent on this query: say
             # so without a full-text search.
-            await asyncio.to_thread(index.store.record_event, "not_in_source", doc_ids[0], query)
+            reason = "known not to be in the source"
             return RetrievalResult(
-                query,
-                False,
-                [],
-                "known not to be in the source",
-                candidates,
-                usage=usage,
-                not_in_source=True,
-                **judged,
+                query, False, [], reason, candidates, usage=usage, not_in_source=True, **judged
             )
-        # Candidate documents first, then the whole collection; the best chunks win, so a
-        # source whose summary was not even retrieved can still answer.
-        scoped = await asyncio.to_thread(
-            index.search_chunks, query, fk, doc_ids=doc_ids, embedding=embedding
-        )
-        glob = top
-        if glob is None:
-            glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
-        merged = {h.id: h for h in [*glob, *scoped]}
-        items = sorted(merged.values(), key=lambda h: -h.score)[:fk]
-        fallback = "chunks"
-        if not items:
-            # No chunk vectors (e.g. a pipeline that indexed only summaries): the stored
-            # full text of the candidate documents, chunked and ranked now.
-            items = await asyncio.to_thread(
-                index.rank_stored_text, query, fk, doc_ids=doc_ids, embedding=embedding
-            )
-            fallback = "stored text"
+        fk = self.fallback_k or k
+        items, fallback = await self._fallback_items(query, fk, doc_ids, embedding, top)
+        if fallback == "stored text":
             reason += "; no chunk vectors: ranked the candidates' stored text"
-        for h in items:
-            h.metadata["cos_hit"] = False
-        self.misses += 1
         target = items[0].doc_id if items else candidates[0].doc_id
-        job_id = None
-        if self.refine_on_miss != "off":
-            job_id = await asyncio.to_thread(index.store.enqueue, target, query)
-        await asyncio.to_thread(
-            index.store.record_event,
-            "miss",
-            target,
-            query,
-            context_tokens=sum(estimate_tokens(h.text) for h in items),
-        )
+        job_id = await self._queue_miss(target, query, items)
         result = RetrievalResult(
             query,
             False,
@@ -636,6 +600,61 @@ class FallbackRetriever:
             if self.on_miss:
                 self.on_miss(result)
         return result
+
+    async def _all_silent(self, doc_ids: list[str], query: str) -> bool:
+        """Whether every candidate document's source is known not to answer ``query``
+        (recorded as a ``not_in_source`` event when so)."""
+        store = self.index.store
+        silent = [await asyncio.to_thread(store.not_in_source, d, query) for d in doc_ids]
+        if not (doc_ids and all(silent)):
+            return False
+        await asyncio.to_thread(store.record_event, "not_in_source", doc_ids[0], query)
+        return True
+
+    async def _fallback_items(
+        self,
+        query: str,
+        fk: int,
+        doc_ids: list[str],
+        embedding: list[float],
+        top: list[SearchHit] | None,
+    ) -> tuple[list[SearchHit], str]:
+        """The source chunks a miss answers from, and where they came from (``"chunks"``,
+        or ``"stored text"`` when the index holds no chunk vectors)."""
+        index = self.index
+        # Candidate documents first, then the whole collection; the best chunks win, so a
+        # source whose summary was not even retrieved can still answer.
+        scoped = await asyncio.to_thread(
+            index.search_chunks, query, fk, doc_ids=doc_ids, embedding=embedding
+        )
+        glob = top
+        if glob is None:
+            glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
+        merged = {h.id: h for h in [*glob, *scoped]}
+        items = sorted(merged.values(), key=lambda h: -h.score)[:fk]
+        fallback = "chunks"
+        if not items:
+            # No chunk vectors (e.g. a pipeline that indexed only summaries): the stored
+            # full text of the candidate documents, chunked and ranked now.
+            items = await asyncio.to_thread(
+                index.rank_stored_text, query, fk, doc_ids=doc_ids, embedding=embedding
+            )
+            fallback = "stored text"
+        for h in items:
+            h.metadata["cos_hit"] = False
+        return items, fallback
+
+    async def _queue_miss(self, target: str, query: str, items: list[SearchHit]) -> int | None:
+        """Count and record the miss on ``target``; queue its refine job (its id, or
+        ``None`` when refinement is off or the query is known not to be in the source)."""
+        self.misses += 1
+        store = self.index.store
+        job_id = None
+        if self.refine_on_miss != "off":
+            job_id = await asyncio.to_thread(store.enqueue, target, query)
+        tokens = sum(estimate_tokens(h.text) for h in items)
+        await asyncio.to_thread(store.record_event, "miss", target, query, context_tokens=tokens)
+        return job_id
 
     def _background_refiner(self) -> BackgroundRefiner:
         if self._background is None:

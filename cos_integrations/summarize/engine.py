@@ -658,51 +658,72 @@ class ChainOfSummaries:
                 index=index, kind="rewrite", summary="", questions_used=[q.question for q in chosen]
             )
             result.iterations.append(record)
-            new, raw = await self._synthesis(
+            ev = await self._round(
+                record,
                 source,
-                current,
+                (current, current_ev),
                 chosen,
+                bank,
                 run,
                 draft=draft,
                 with_answers=with_answers,
                 extract=extract,
             )
-            if not new:
-                run.warn(
-                    f"round {index}: no source sentence answers the chosen questions; "
-                    "keeping the previous summary"
-                    if extract
-                    else f"round {index}: the rewrite was empty; keeping the previous summary"
-                )
-                record.failed, record.raw_output, record.accepted = True, raw, False
-                stale += 1
-                continue
-            record.summary = new
-            if " ".join(new.split()) == " ".join(current.split()):
-                # The model kept the summary as it was: scoring it again would only measure
-                # sampling noise, so it inherits the scores and counts as a round without gain.
-                _record(record, current_ev)
-                record.accepted = False
-                stale += 1
-                continue
-            ev = await self.evaluate(new, bank, run)
-            if not ev.parsed:
-                run.warn(f"round {index}: unparseable answers; the rewrite is not used")
-                record.failed, record.raw_output, record.accepted = True, ev.raw_output, False
-                stale += 1
-                continue
-            _record(record, ev)
-            if ev.selection < current_ev.selection:
-                record.accepted = False  # keep-better rule: recorded, never built on
-            else:
-                current, current_ev = new, ev
-            if ev.selection > best_selection:
+            if ev is not None and record.accepted:
+                current, current_ev = record.summary, ev
+            if ev is not None and ev.selection > best_selection:
                 best_selection, stale = ev.selection, 0
             else:
                 stale += 1
         best = select_iteration(result.iterations)
         result.best_iteration, result.summary = best.index, best.summary
         return result
+
+    async def _round(
+        self,
+        record: IterationRecord,
+        source: str,
+        current: tuple[str, Evaluation],
+        chosen: list[QAPair],
+        bank: list[QAPair],
+        run: ModelRun,
+        *,
+        draft: bool,
+        with_answers: bool,
+        extract: bool,
+    ) -> Evaluation | None:
+        """One round into ``record``: the synthesis covering ``chosen`` and its evaluation
+        on ``bank``; ``None`` when the round left nothing to build on (no rewrite, the same
+        text, unparseable answers). A rewrite scoring worse than ``current`` is recorded as
+        not accepted (the keep-better rule: never built on)."""
+        summary, current_ev = current
+        new, raw = await self._synthesis(
+            source, summary, chosen, run, draft=draft, with_answers=with_answers, extract=extract
+        )
+        if not new:
+            run.warn(
+                f"round {record.index}: no source sentence answers the chosen questions; "
+                "keeping the previous summary"
+                if extract
+                else f"round {record.index}: the rewrite was empty; keeping the previous summary"
+            )
+            record.failed, record.raw_output, record.accepted = True, raw, False
+            return None
+        record.summary = new
+        if " ".join(new.split()) == " ".join(summary.split()):
+            # The model kept the summary as it was: scoring it again would only measure
+            # sampling noise, so it inherits the scores and counts as a round without gain.
+            _record(record, current_ev)
+            record.accepted = False
+            return None
+        ev = await self.evaluate(new, bank, run)
+        if not ev.parsed:
+            run.warn(f"round {record.index}: unparseable answers; the rewrite is not used")
+            record.failed, record.raw_output, record.accepted = True, ev.raw_output, False
+            return None
+        _record(record, ev)
+        record.accepted = ev.selection >= current_ev.selection
+        return ev
 
     def _antithesis(
         self,
