@@ -102,34 +102,12 @@ def ingest(
 
     Re-running on the same tree re-summarises only what changed (by content hash) and
     retires what is gone (--retire-missing)."""
-    from cos_integrations.embedded.runtime import open_model
-    from cos_integrations.loaders import load_paths
-    from cos_integrations.serving.index import read_manifest
-    from cos_integrations.summarize.config import CoSConfig
+    from cos_integrations.storage.store import content_hash
     from cos_integrations.summarize.engine import ChainOfSummaries
 
     setup_logging(verbose)
-    overrides = {"strategy": strategy} if strategy else {}
-    # An index keeps answering the way it was built: without --preset, a re-ingest uses
-    # the config its manifest records (a new default must not re-summarise everything).
-    recorded = (read_manifest(index) or {}).get("config") if preset is None else None
-    try:
-        if recorded:
-            config = CoSConfig.model_validate({**recorded, **overrides})
-            preset = "as recorded in the index"
-        else:
-            preset = preset or DEFAULT_PRESET
-            config = CoSConfig.preset(preset, **overrides)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    docs, problems = load_paths(list(paths), follow_symlinks=follow_symlinks, sections=sections)
-    for p in problems:
-        colour = "red" if p.error else "yellow"
-        what = "error" if p.error else "skipped"
-        err.print(f"[{colour}]{what}:[/] {escape(p.path)}: {escape(p.reason)}")
-    for d in docs:
-        for w in d.warnings:
-            err.print(f"[yellow]warning:[/] {escape(d.source)}: {escape(w)}")
+    config, preset = _ingest_config(index, preset, strategy)
+    docs, problems = _load(paths, follow_symlinks=follow_symlinks, sections=sections)
     idx = open_index(
         index,
         chroma_url=chroma_url,
@@ -138,8 +116,6 @@ def ingest(
         config=config,
         embedder=make_embedder(embedder) if not (index / "manifest.json").exists() else None,
     )
-    from cos_integrations.storage.store import content_hash
-
     cfg_hash = config.config_hash()
     pending = [
         d for d in docs if not idx.store.is_current(d.doc_id, content_hash(d.text), cfg_hash)
@@ -151,32 +127,70 @@ def ingest(
     if not pending:
         report = asyncio.run(idx.aingest(docs, ChainOfSummaries(_NoModel(), config)))
     else:
-        with open_model(
-            model,
-            base_url=base_url,
-            local_model=local_model,
-            n_ctx=config.context_tokens,
-            echo=console.print,
-        ) as llm:
-            engine = ChainOfSummaries(llm, config)
-            with progress_bar() as progress:
-                task = progress.add_task("summarising", total=len(pending))
-
-                def tick(doc_id: str, outcome: str) -> None:
-                    if outcome != "unchanged":
-                        progress.advance(task)
-                        progress.console.print(f"  {outcome}: {doc_id}")
-
-                t0 = time.monotonic()
-                report = asyncio.run(
-                    idx.aingest(docs, engine, concurrency=concurrency, on_progress=tick)
-                )
-                console.print(f"done in {time.monotonic() - t0:.0f}s")
+        model_choice = {"model": model, "base_url": base_url, "local_model": local_model}
+        report = _summarise(idx, docs, len(pending), config, concurrency, model_choice)
     _print_ingest(report, idx)
     if retire_missing:
         _retire_missing(idx, paths, docs, problems, sections)
     if report.failed or any(p.error for p in problems):
         raise typer.Exit(1)
+
+
+def _ingest_config(index: Path, preset: str | None, strategy: str | None):
+    """The config to summarise with, and how it was chosen. An index keeps answering the
+    way it was built: without ``--preset``, a re-ingest uses the config its manifest
+    records (a new default must not re-summarise everything)."""
+    from cos_integrations.serving.index import read_manifest
+    from cos_integrations.summarize.config import CoSConfig
+
+    overrides = {"strategy": strategy} if strategy else {}
+    recorded = (read_manifest(index) or {}).get("config") if preset is None else None
+    try:
+        if recorded:
+            return CoSConfig.model_validate({**recorded, **overrides}), "as recorded in the index"
+        preset = preset or DEFAULT_PRESET
+        return CoSConfig.preset(preset, **overrides), preset
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+def _load(paths: list[Path], *, follow_symlinks: bool, sections: bool):
+    """The documents under ``paths``, and the problems: each said (red for errors, yellow
+    for skipped files and a document's warnings)."""
+    from cos_integrations.loaders import load_paths
+
+    docs, problems = load_paths(list(paths), follow_symlinks=follow_symlinks, sections=sections)
+    for p in problems:
+        colour = "red" if p.error else "yellow"
+        what = "error" if p.error else "skipped"
+        err.print(f"[{colour}]{what}:[/] {escape(p.path)}: {escape(p.reason)}")
+    for d in docs:
+        for w in d.warnings:
+            err.print(f"[yellow]warning:[/] {escape(d.source)}: {escape(w)}")
+    return docs, problems
+
+
+def _summarise(idx, docs: list, pending: int, config, concurrency: int, model_choice: dict):
+    """Ingest ``docs`` on the chosen model, a progress line per summarised document."""
+    from cos_integrations.embedded.runtime import open_model
+    from cos_integrations.summarize.engine import ChainOfSummaries
+
+    with open_model(**model_choice, n_ctx=config.context_tokens, echo=console.print) as llm:
+        engine = ChainOfSummaries(llm, config)
+        with progress_bar() as progress:
+            task = progress.add_task("summarising", total=pending)
+
+            def tick(doc_id: str, outcome: str) -> None:
+                if outcome != "unchanged":
+                    progress.advance(task)
+                    progress.console.print(f"  {outcome}: {doc_id}")
+
+            t0 = time.monotonic()
+            report = asyncio.run(
+                idx.aingest(docs, engine, concurrency=concurrency, on_progress=tick)
+            )
+            console.print(f"done in {time.monotonic() - t0:.0f}s")
+    return report
 
 
 def _retire_missing(idx, paths, docs, problems, sections: bool) -> None:
@@ -344,42 +358,16 @@ def refine(
     setup_logging(verbose)
     if once and watch:
         raise typer.BadParameter("--once and --watch exclude each other")
+    choice = {"model": model, "base_url": base_url, "local_model": local_model}
     if workers > 1:
-        import os
-        import subprocess
-        import sys
-
-        args = [
-            sys.executable,
-            "-m",
-            "cos_integrations.cli",
-            "refine",
-            "--index",
-            str(index),
-            "--poll",
-            str(poll),
-            "--teach",
-            teach,
-        ] + (["--watch"] if watch else [])
         if deepen:
             raise typer.BadParameter("--deepen runs in one process: drop --workers")
-        for opt, val in (
-            ("--model", model),
-            ("--base-url", base_url),
-            ("--local-model", local_model),
-            ("--chroma-url", chroma_url),
-        ):
+        args = ["--index", str(index), "--poll", str(poll), "--teach", teach]
+        args += ["--watch"] if watch else []
+        for opt, val in [*choice.items(), ("chroma_url", chroma_url)]:
             if val:
-                args += [opt, val]
-        # the store reaches the workers through the environment, never their command
-        # lines (which any user can read in the process list): a PostgreSQL URL carries
-        # its password
-        env = dict(os.environ)
-        if store_url:
-            env["COS_STORE_URL"] = store_url
-        procs = [subprocess.Popen(args, env=env) for _ in range(workers)]
-        codes = [p.wait() for p in procs]
-        raise typer.Exit(max(codes))
+                args += [f"--{opt.replace('_', '-')}", val]
+        raise typer.Exit(_refine_workers(workers, args, store_url))
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     pending = idx.store.jobs("pending")
     if not pending and not watch and not deepen:
@@ -389,36 +377,53 @@ def refine(
     from cos_integrations.serving.refine import Refiner
     from cos_integrations.summarize.engine import ChainOfSummaries
 
-    with open_model(
-        model,
-        base_url=base_url,
-        local_model=local_model,
-        n_ctx=idx.config.context_tokens,
-        echo=console.print,
-    ) as llm:
+    with open_model(**choice, n_ctx=idx.config.context_tokens, echo=console.print) as llm:
         refiner = Refiner(idx, ChainOfSummaries(llm, idx.config), teach=teach)  # type: ignore[arg-type]
         failed = 0
         while True:
-            for o in refiner.run_once():
-                colour = {"published": "green", "not_in_source": "yellow"}.get(o.status, "red")
-                console.print(
-                    f"[{colour}]{o.status}[/] job {o.job_id} {o.doc_id}: {o.query!r}"
-                    f" -> {o.answer or '-'} ({o.reason}; {o.usage.calls} calls)"
-                )
-                failed += o.status in ("failed", "dead")
-            if deepen:
-                for o in refiner.deepen(deepen, strategy=deepen_strategy.value):  # type: ignore[arg-type]
-                    colour = {"published": "green"}.get(o.status, "yellow")
-                    console.print(
-                        f"[{colour}]{o.status}[/] deepen {o.doc_id}"
-                        f" ({o.reason}; {o.usage.calls} calls)"
-                    )
-                    failed += o.status == "failed"
+            failed += _refine_round(refiner, deepen, deepen_strategy.value)
             if not watch:
                 break
             time.sleep(poll)
     if failed:
         raise typer.Exit(1)
+
+
+def _refine_workers(workers: int, args: list[str], store_url: str | None) -> int:
+    """``workers`` processes of ``cos refine ARGS``; the largest exit code. The store
+    reaches them through the environment, never their command lines (which any user can
+    read in the process list): a PostgreSQL URL carries its password."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    if store_url:
+        env["COS_STORE_URL"] = store_url
+    command = [sys.executable, "-m", "cos_integrations.cli", "refine", *args]
+    procs = [subprocess.Popen(command, env=env) for _ in range(workers)]
+    return max(p.wait() for p in procs)
+
+
+def _refine_round(refiner, deepen: int, strategy: str) -> int:
+    """The queued jobs once, then ``deepen`` documents' CoS rounds; each outcome a line.
+    Returns how many failed."""
+    failed = 0
+    for o in refiner.run_once():
+        colour = {"published": "green", "not_in_source": "yellow"}.get(o.status, "red")
+        console.print(
+            f"[{colour}]{o.status}[/] job {o.job_id} {o.doc_id}: {o.query!r}"
+            f" -> {o.answer or '-'} ({o.reason}; {o.usage.calls} calls)"
+        )
+        failed += o.status in ("failed", "dead")
+    if deepen:
+        for o in refiner.deepen(deepen, strategy=strategy):
+            colour = {"published": "green"}.get(o.status, "yellow")
+            console.print(
+                f"[{colour}]{o.status}[/] deepen {o.doc_id} ({o.reason}; {o.usage.calls} calls)"
+            )
+            failed += o.status == "failed"
+    return failed
 
 
 @app.command("serve-local")
