@@ -16,6 +16,28 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Serve until told to stop; the address goes to ``--ready-file`` once listening."""
+    args = _parser().parse_args(argv)
+    server = _start(args)
+    address = str(server.listening_address)
+    if args.ready_file:
+        tmp = args.ready_file + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(address)
+        os.replace(tmp, args.ready_file)
+    print(f"cos: serving {args.model} at {address}", flush=True)
+    _wait_for_stop(Path(args.users_dir) if args.users_dir else None)
+    if args.state_file:
+        try:  # our record, unless a newer server replaced it
+            if json.loads(Path(args.state_file).read_text()).get("pid") == os.getpid():
+                Path(args.state_file).unlink()
+        except (OSError, ValueError):
+            pass
+    del server
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cos-server-child")
     ap.add_argument("--model", required=True)
     ap.add_argument("--n-ctx", type=int, default=8192)
@@ -37,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ready-file", default=None)
     ap.add_argument("--users-dir", default=None, help="shared: stop when no user is alive")
     ap.add_argument("--state-file", default=None, help="shared: the record to remove at exit")
-    args = ap.parse_args(argv)
+    return ap
 
+
+def _start(args: argparse.Namespace):
+    """llama.cpp's server in this process, on loopback, with the prompt cache on."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -62,15 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         spec.draft.n_max = args.draft
         spec.draft.n_min = 0
     params.warmup = False
-    server = xllamacpp.Server(params)
-    address = str(server.listening_address)
-    if args.ready_file:
-        tmp = args.ready_file + ".tmp"
-        with open(tmp, "w") as fh:
-            fh.write(address)
-        os.replace(tmp, args.ready_file)
-    print(f"cos: serving {args.model} at {address}", flush=True)
+    return xllamacpp.Server(params)
 
+
+def _wait_for_stop(users: Path | None) -> None:
+    """Until SIGTERM, or: the parent closes our stdin (a private server), or no registered
+    user process is alive (a shared one, ``users``)."""
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
 
@@ -89,22 +111,14 @@ def main(argv: list[str] | None = None) -> int:
             if not live_users(users):
                 done.set()  # the last user stopped or died
 
-    if args.users_dir:
-        threading.Thread(target=watch_users, args=(Path(args.users_dir),), daemon=True).start()
+    if users is not None:
+        threading.Thread(target=watch_users, args=(users,), daemon=True).start()
     else:
         threading.Thread(target=watch_stdin, daemon=True).start()
     try:
         done.wait()
     except KeyboardInterrupt:
         pass
-    if args.state_file:
-        try:  # our record, unless a newer server replaced it
-            if json.loads(Path(args.state_file).read_text()).get("pid") == os.getpid():
-                Path(args.state_file).unlink()
-        except (OSError, ValueError):
-            pass
-    del server
-    return 0
 
 
 if __name__ == "__main__":
