@@ -274,44 +274,34 @@ def unpin(review: ReviewDep, doc_id: str = Form(...)):
     )
 
 
-@actions.post("/revert")
-def revert(
-    review: ReviewDep,
-    doc_id: str = Form(...),
-    version: int = Form(...),
-    expected_version: str = Form(""),
-):
-    return review.act(
-        doc_id,
-        lambda: oversight.revert(
-            review.index,
+def _move_current(path: str, move: Callable[..., Any], said: str) -> Callable[..., Any]:
+    """A route that makes a document's version ``version`` current (``oversight.revert`` or
+    ``oversight.accept``), a compare-and-swap on the version the owner saw."""
+
+    @actions.post(path)
+    def route(
+        review: ReviewDep,
+        doc_id: str = Form(...),
+        version: int = Form(...),
+        expected_version: str = Form(""),
+    ):
+        return review.act(
             doc_id,
-            version,
-            user=review.user,
-            expected_version=_version_of(expected_version),
-        ),
-        f"{doc_id}: reverted to v{version}.",
-    )
+            lambda: move(
+                review.index,
+                doc_id,
+                version,
+                user=review.user,
+                expected_version=_version_of(expected_version),
+            ),
+            said.format(doc_id=doc_id, version=version),
+        )
+
+    return route
 
 
-@actions.post("/accept")
-def accept(
-    review: ReviewDep,
-    doc_id: str = Form(...),
-    version: int = Form(...),
-    expected_version: str = Form(""),
-):
-    return review.act(
-        doc_id,
-        lambda: oversight.accept(
-            review.index,
-            doc_id,
-            version,
-            user=review.user,
-            expected_version=_version_of(expected_version),
-        ),
-        f"{doc_id}: accepted v{version}.",
-    )
+revert = _move_current("/revert", oversight.revert, "{doc_id}: reverted to v{version}.")
+accept = _move_current("/accept", oversight.accept, "{doc_id}: accepted v{version}.")
 
 
 @actions.post("/reject")
