@@ -547,6 +547,7 @@ class _Asker:
         if self.options.hit_ablation and res.hit and res.candidates:
             extra["ablation"] = await self.ablate(q, res.items, res.candidates[0].doc_id)
         best = res.candidates[0] if res.candidates else None
+        second = res.candidates[1] if len(res.candidates) > 1 else None
         return _row(
             q,
             ans,
@@ -554,6 +555,9 @@ class _Asker:
             context_tokens=context,
             best_score=best.score if best else None,
             best_doc=best.doc_id if best else None,
+            # the runner-up: a margin rule can be replayed from the records
+            second_score=second.score if second else None,
+            second_doc=second.doc_id if second else None,
             judge_answer=res.judge_answer,
             judge_f1=squad_f1(res.judge_answer or "", q.answers),
             judge_context_tokens=res.judge_context_tokens,
