@@ -19,9 +19,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
+    "EmbedderName",
+    "PresetName",
+    "Strategy",
     "Judge",
     "HitContext",
     "HIT_CONTEXTS",
@@ -70,7 +73,15 @@ DEFAULT_VERIFY_ROUTE: bool | None = None
 CALIBRATION_QUANTILE = 0.25
 
 # the names of CoSConfig's presets (cos_integrations.summarize.config.PRESETS maps them to configs)
-PRESET_NAMES: tuple[str, ...] = ("default", "fast", "paper", "tiered")
+PresetName = Literal["default", "fast", "paper", "tiered"]
+PRESET_NAMES: tuple[str, ...] = get_args(PresetName)
+
+# How a summary is made (CoSConfig.strategy; here so that the CLI lists the choices in
+# --help without importing the config's dependencies)
+Strategy = Literal["cos", "cos-draft", "cos-extract", "density", "zero-shot", "mini"]
+
+# The embedders the CLI can build: the local e5 model, or the lexical hashing one
+EmbedderName = Literal["e5", "hashing"]
 
 # What `cos ingest`, both frameworks' transforms and a new CoSIndex summarise with: the
 # tiered mode, a zero-shot summary of at most TIERED_SUMMARY_WORDS words at ingest (one

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -40,22 +39,15 @@ from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
     DEFAULT_PRESET,
     DEFAULT_REFINE_TEACH,
-    PRESET_NAMES,
+    DeepenStrategy,
+    EmbedderName,
+    PresetName,
+    Strategy,
 )
 
 __all__ = ["app"]
 
 app = typer.Typer()
-
-
-class DeepenChoice(str, Enum):
-    """How ``cos refine --deepen`` rounds teach a summary (defaults.DeepenStrategy)."""
-
-    cos = "cos"
-    cos_extract = "cos-extract"
-
-
-DEEPEN_DEFAULT = DeepenChoice(DEFAULT_DEEPEN_STRATEGY)
 
 
 @app.command()
@@ -64,19 +56,19 @@ def ingest(
     index: IndexOpt = Path("index"),
     store_url: StoreUrlOpt = None,
     preset: Annotated[
-        str | None,
+        PresetName | None,
         typer.Option(
-            help=f"One of {sorted(PRESET_NAMES)}; tiered: a zero-shot summary now, Chain of "
+            help="tiered: a zero-shot summary now, Chain of "
             "Summaries rounds later where traffic is (cos refine --deepen N). Default: the "
             f"existing index's own config, else {DEFAULT_PRESET}.",
             show_default=False,
         ),
     ] = None,
     strategy: Annotated[
-        str | None, typer.Option(help="cos, cos-draft, density, zero-shot or mini.")
+        Strategy | None, typer.Option(help="How a summary is made (default: the preset's).")
     ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Documents in flight.")] = 1,
-    embedder: Annotated[str, typer.Option(help="e5 (local, default) or hashing.")] = "e5",
+    embedder: Annotated[EmbedderName, typer.Option(help="e5 (local) or hashing (lexical).")] = "e5",
     follow_symlinks: Annotated[bool, typer.Option(help="Follow links out of folders.")] = False,
     sections: Annotated[
         bool,
@@ -343,9 +335,9 @@ def refine(
         ),
     ] = 0,
     deepen_strategy: Annotated[
-        DeepenChoice,
+        DeepenStrategy,
         typer.Option(help="--deepen rounds: the model's rewrites, or appended source sentences."),
-    ] = DEEPEN_DEFAULT,
+    ] = DEFAULT_DEEPEN_STRATEGY,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -381,7 +373,7 @@ def refine(
         refiner = Refiner(idx, ChainOfSummaries(llm, idx.config), teach=teach)  # type: ignore[arg-type]
         failed = 0
         while True:
-            failed += _refine_round(refiner, deepen, deepen_strategy.value)
+            failed += _refine_round(refiner, deepen, deepen_strategy)
             if not watch:
                 break
             time.sleep(poll)

@@ -28,9 +28,7 @@ from cos_integrations.cli.common import (
     rule_levers,
     setup_logging,
 )
-from cos_integrations.defaults import (
-    DEFAULT_REFINE_TEACH,
-)
+from cos_integrations.defaults import DEFAULT_REFINE_TEACH, PresetName
 
 __all__ = ["app"]
 
@@ -69,7 +67,7 @@ def eval_command(
         typer.Option(help="Model context; longer documents are split into sections."),
     ] = 8192,
     preset: Annotated[
-        str | None,
+        PresetName | None,
         typer.Option(
             help="A named CoSConfig preset (default: what cos ingest ships) instead of the "
             "question and iteration options above (--max-summary-words and "

@@ -20,12 +20,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cos_integrations.defaults import DEFAULT_PRESET, PRESET_NAMES, TIERED_SUMMARY_WORDS
+from cos_integrations.defaults import (
+    DEFAULT_PRESET,
+    PRESET_NAMES,
+    TIERED_SUMMARY_WORDS,
+    Strategy,
+)
 from cos_integrations.summarize.prompts import PROMPT_VERSION
 
 __all__ = ["CoSConfig", "Strategy", "PRESETS"]
-
-Strategy = Literal["cos", "cos-draft", "cos-extract", "density", "zero-shot", "mini"]
 
 
 class CoSConfig(BaseModel):
