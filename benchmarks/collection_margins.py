@@ -72,7 +72,7 @@ def main() -> None:
     print("| ranking | best summary is the question's own document | margin p10 | p50 |")
     print("|---|---|---|---|")
     for name in ("questioned", "all"):
-        right = sum(r[name] and r[name][0][0] == r["doc"] for r in rows)
+        right = sum(bool(r[name]) and r[name][0][0] == r["doc"] for r in rows)
         gaps = sorted(r[name][0][1] - r[name][1][1] for r in rows if len(r[name]) > 1)
         p10, p50 = gaps[len(gaps) // 10], gaps[len(gaps) // 2]
         label = "questioned documents only" if name == "questioned" else "whole collection"
