@@ -129,3 +129,50 @@ def test_all_is_the_expected_public_api_and_adapters_import_no_private_name():
     for pkg in ("llamaindex_ext", "langchain_ext"):
         for path in (ROOT / pkg).glob("*.py"):
             assert not private.search(path.read_text()), path
+
+
+def test_the_examples_import_only_from_the_package_top_level():
+    """The examples are what users copy: they import the public names, not module paths
+    that a layout change moves (issue 27 item 6). The docs-site example's export helpers
+    are the one subpackage import, from a public module."""
+    import re
+
+    deep = re.compile(r"^\s*from cos_integrations\.(\w+(\.\w+)*) import", re.M)
+    for path in (ROOT / "examples").glob("*.py"):
+        for match in deep.finditer(path.read_text()):
+            assert match.group(1) == "serving.export", (path.name, match.group(0))
+
+
+def test_old_module_paths_import_the_moved_module_with_a_warning():
+    """0.1's flat modules moved into subpackages; their old paths keep working for one
+    release: the same module object (so monkeypatching either name patches both), a
+    DeprecationWarning naming the new path, and the moved module keeps its own spec."""
+    code = (
+        "import warnings, sys\n"
+        "warnings.simplefilter('error', DeprecationWarning)\n"
+        "import cos_integrations\n"
+        "try:\n"
+        "    import cos_integrations.index\n"
+        "except DeprecationWarning as w:\n"
+        "    print('warned', w)\n"
+        "warnings.simplefilter('ignore')\n"
+        "from cos_integrations.index import CoSIndex\n"
+        "from cos_integrations.serving import index as new\n"
+        "old = sys.modules['cos_integrations.index']\n"
+        "print(old is new, CoSIndex is new.CoSIndex, new.__spec__.name)\n"
+        "try:\n"
+        "    import cos_integrations.no_such_module\n"
+        "except ModuleNotFoundError:\n"
+        "    print('missing')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith(
+        "warned cos_integrations.index moved to cos_integrations.serving.index"
+    ), lines
+    assert lines[1] == "True True cos_integrations.serving.index", lines
+    assert lines[2] == "missing", lines
+    for old, new in cos_integrations.MOVED_MODULES.items():
+        assert (ROOT / "cos_integrations" / (new.replace(".", "/") + ".py")).is_file(), old
+        assert not (ROOT / "cos_integrations" / f"{old}.py").exists(), old
