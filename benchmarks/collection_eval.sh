@@ -27,3 +27,4 @@ cos eval --data ../shared/data/squad-v1.1-dev-chunks.jsonl --limit "$N" \
   --summary-method zero-shot --answer-cache "$ANSWERS" --test-half --k 2 ${EXTRA:-} \
   --out "$OUT"
 python benchmarks/report.py "$OUT"
+python benchmarks/pack_results.py  # the records, compressed for the repository

@@ -19,20 +19,15 @@ keeps (their recorded answers); for a demoted hit, rag's F1 stands in for the mi
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from statistics import mean
 
 from cos_integrations import CoSIndex, LocalEmbedder
+from cos_integrations.research.jsonl import read_jsonl
 
 
 def load(path: Path) -> dict[tuple[str, str], dict]:
-    recs = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            recs[(r["doc_id"], r["method"])] = r
-    return recs
+    return {(r["doc_id"], r["method"]): r for r in read_jsonl(path)}
 
 
 def main() -> None:

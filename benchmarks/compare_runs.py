@@ -13,18 +13,17 @@ item 2: 30 documents against 30 + 170 distractors).
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 from statistics import mean
+
+from cos_integrations.research.jsonl import read_jsonl
 
 
 def rows(spec: str) -> dict[tuple[str, str], dict]:
     path, _, method = spec.partition("=")
     out = {}
-    for line in Path(path).read_text().splitlines():
-        rec = json.loads(line) if line.strip() else None
-        if rec and rec["method"] == method:
+    for rec in read_jsonl(path):
+        if rec["method"] == method:
             for q in rec["questions"]:
                 q = {**q, "right_doc": rec["doc_id"] in q.get("docs", [])}
                 q["wrong_doc_hit"] = bool(q.get("hit")) and q.get("best_doc") != rec["doc_id"]

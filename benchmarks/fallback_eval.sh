@@ -10,10 +10,12 @@ N=${1:-5}
 MODEL=${2:-default}
 OUT=benchmarks/results/fallback-$MODEL.json
 mkdir -p benchmarks/results
-if [ -f "benchmarks/results/squad-$MODEL.json.docs.jsonl" ] && [ ! -f "$OUT.docs.jsonl" ]; then
-  grep '"method": "cos"' "benchmarks/results/squad-$MODEL.json.docs.jsonl" > "$OUT.docs.jsonl" || true
+SRC=benchmarks/results/squad-$MODEL.json.docs.jsonl
+if { [ -f "$SRC" ] || [ -f "$SRC.gz" ]; } && [ ! -f "$OUT.docs.jsonl" ] && [ ! -f "$OUT.docs.jsonl.gz" ]; then
+  python benchmarks/merge_summaries.py "$SRC=cos" > "$OUT.docs.jsonl"
 fi
 cos eval --data ../shared/data/squad-v1.1-dev-chunks.jsonl --limit "$N" --local-model "$MODEL" \
   --methods cos,fallback --refine-from-traffic --train-questions 4 --val-questions 3 \
   --iterations 2 --questions-per-iteration 2 --heldout-questions 10 --max-summary-words 120 \
   --out "$OUT"
+python benchmarks/pack_results.py  # the records, compressed for the repository

@@ -29,6 +29,7 @@ from itertools import product
 from pathlib import Path
 
 from cos_integrations.metrics import exact_match
+from cos_integrations.research.jsonl import read_jsonl
 
 CHECKS = (
     ("in context (today)", ("in_context",)),
@@ -57,7 +58,7 @@ GATES = ("agrees", "agrees1")
 
 
 def load(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(path)
 
 
 def fill_chunk_checks(recs: list[dict], path: Path) -> None:

@@ -16,3 +16,4 @@ cos eval --data "$DATA" --limit "$N" --local-model "$MODEL" --context-tokens 122
   --methods "$METHODS" --train-questions 4 --val-questions 3 --iterations 2 \
   --questions-per-iteration 2 --heldout-questions 10 --max-summary-words 200 \
   --out "$OUT" --plot "${OUT%.json}.png"
+python benchmarks/pack_results.py  # the records, compressed for the repository

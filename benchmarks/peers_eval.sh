@@ -28,3 +28,4 @@ cos eval --data "$DATA" --limit "$N" --local-model default --methods "$METHODS" 
   --summaries-from "$SUMMARIES" --summary-method "$METHOD" --answer-cache "$ANSWERS" \
   --test-half --k 2 ${EXTRA:-} --out "$OUT"
 python benchmarks/report.py "$OUT"
+python benchmarks/pack_results.py  # the records, compressed for the repository

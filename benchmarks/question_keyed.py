@@ -27,6 +27,7 @@ from pathlib import Path
 
 from cos_integrations.embedded.embeddings import LocalEmbedder
 from cos_integrations.metrics import squad_f1
+from cos_integrations.research.jsonl import read_jsonl
 
 
 def main() -> None:
@@ -58,7 +59,7 @@ def main() -> None:
     print("|---|---|")
     print(f"| nearest traffic question | {sum(r[1] for r in rows) / n:.0%} |")
     if args.run:
-        recs = [json.loads(x) for x in args.run.read_text().splitlines() if x.strip()]
+        recs = read_jsonl(args.run)
         fb = [(r["doc_id"], q) for r in recs if r["method"] == "fallback" for q in r["questions"]]
         rag = [(r["doc_id"], q) for r in recs if r["method"] == "rag" for q in r["questions"]]
         best = sum(q.get("best_doc") == d for d, q in fb) / max(1, len(fb))

@@ -28,3 +28,4 @@ cos eval --data ../shared/data/squad-v1.1-dev-chunks.jsonl --limit "$N" --local-
   --questions-per-iteration 2 --heldout-questions 10 --max-summary-words 120 \
   --summaries-from "$SUMMARIES" --summary-method "$METHOD" --answer-cache "$ANSWERS" \
   --test-half --k 2 ${EXTRA:-} --out "$OUT"
+python benchmarks/pack_results.py  # the records, compressed for the repository

@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from cos_integrations.metrics import normalize_answer
+from cos_integrations.research.jsonl import read_jsonl
 from cos_integrations.serving.hit_rule import supporting_sentence
 
 
@@ -85,7 +86,7 @@ def main() -> None:
     print(f"- sharing a fact with the traffic half: {shared} ({shared / total:.0%})")
     print(f"- with no single source sentence that answers them: {unsupported}\n")
     for run in args.runs:
-        every = [json.loads(x) for x in run.read_text().splitlines()]
+        every = read_jsonl(run)
         rows = [r for r in every if r["method"] == "fallback" and r.get("questions_after")]
         top = {  # the document of the collection's top chunk, from rag's rows
             (r["doc_id"], q["question"]): q["docs"][0]

@@ -13,11 +13,11 @@ before they were recorded) are skipped.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from cos_integrations.research.jsonl import read_jsonl
 from cos_integrations.summarize.engine import select_iteration
 from cos_integrations.summarize.result import IterationRecord
 
@@ -71,8 +71,7 @@ def replay(paths: list[Path]) -> str:
     rows: dict[str, list[float]] = {name: [] for name in RULES}
     oracle: list[float] = []
     for path in paths:
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
+        for rec in read_jsonl(path):
             if rec["method"] != "cos" or "iterations" not in rec:
                 continue
             heldout = {int(i): f for i, f in rec["heldout_f1_per_iteration"]}

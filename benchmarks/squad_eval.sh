@@ -16,3 +16,4 @@ cos eval --data ../shared/data/squad-v1.1-dev-chunks.jsonl --limit "$N" --local-
   --methods "$METHODS" --train-questions 4 --val-questions 3 --iterations 2 \
   --questions-per-iteration 2 --heldout-questions 10 --max-summary-words "${WORDS:-120}" \
   --out "$OUT" --plot "${OUT%.json}.png"
+python benchmarks/pack_results.py  # the records, compressed for the repository

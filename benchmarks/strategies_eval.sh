@@ -38,3 +38,4 @@ cos eval --data "$DATA" --limit "$N" --local-model default --methods rag,fallbac
   --preset default --max-summary-words "$WORDS" --summaries-from "$SUMMARIES" --summary-method "$ALL" --test-half --k 2 \
   --hit-ablation --answer-cache "$ANSWERS" ${EXTRA:-} --out "${OUT%.json}-product.json"
 python benchmarks/report.py "${OUT%.json}-product.json"
+python benchmarks/pack_results.py  # the records, compressed for the repository

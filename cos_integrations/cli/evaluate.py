@@ -29,6 +29,7 @@ from cos_integrations.cli.common import (
     setup_logging,
 )
 from cos_integrations.defaults import DEFAULT_REFINE_TEACH, PresetName
+from cos_integrations.research.jsonl import existing
 
 __all__ = ["app"]
 
@@ -103,7 +104,10 @@ def eval_command(
     ] = "cos",
     summaries_from: Annotated[
         Path | None,
-        typer.Option(help="rag/fallback: reuse the summaries recorded in this .docs.jsonl."),
+        typer.Option(
+            help="rag/fallback: reuse the summaries recorded in this .docs.jsonl "
+            "(or its packed .docs.jsonl.gz)."
+        ),
     ] = None,
     deepen: Annotated[
         str | None,
@@ -142,8 +146,8 @@ def eval_command(
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
     setup_logging(verbose)
     docs, extra = _load_documents(data, limit, distractors, heldout_questions)
-    if summaries_from is not None and not summaries_from.is_file():
-        _refuse(f"--summaries-from {summaries_from}: no such file")
+    if summaries_from is not None and existing(summaries_from) is None:
+        _refuse(f"--summaries-from {summaries_from}: no such file (nor {summaries_from}.gz)")
     try:
         retrieval = _retrieval_options(
             k=k,

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.metrics import exact_match, squad_f1
 from cos_integrations.model import ChatModel
+from cos_integrations.research.jsonl import append_jsonl, existing, read_jsonl
 from cos_integrations.research.peers import PEERS, PeerDoc, PeerSetup, PeerUnavailable, load_peer
 from cos_integrations.research.reference import reference_summarize
 from cos_integrations.serving.hit_rule import HitRule, is_grounded
@@ -349,10 +350,8 @@ class AnswerCache:
         self.model_name = model_name
         self.path = path
         self.memo: dict[str, tuple[str | None, Usage]] = {}
-        if path and path.is_file():
-            for line in path.read_text().splitlines():
-                entry = json.loads(line)
-                self.memo[entry["key"]] = (entry["answer"], Usage.model_validate(entry["usage"]))
+        for entry in read_jsonl(path) if path else []:
+            self.memo[entry["key"]] = (entry["answer"], Usage.model_validate(entry["usage"]))
 
     async def __call__(self, q: EvalQA, items: list) -> tuple[str | None, Usage]:
         from cos_integrations.serving.retrieval import ask
@@ -363,8 +362,7 @@ class AnswerCache:
             if self.path:
                 entry = {"key": key, "answer": self.memo[key][0]}
                 entry["usage"] = self.memo[key][1].model_dump()
-                with self.path.open("a") as fh:
-                    fh.write(json.dumps(entry) + "\n")
+                append_jsonl(self.path, entry)
         return self.memo[key]
 
 
@@ -1029,19 +1027,16 @@ class _RunLog:
             self.r_signature["refine_from_traffic"] = True
         self.done: dict[tuple[str, str], dict] = {}
         self.errors: list[dict[str, str]] = []
-        if self.partial.exists():
-            for line in self.partial.read_text().splitlines():
-                rec = json.loads(line)
-                if rec.get("signature") == self._signature_of(rec["method"]):
-                    self.done[(rec["doc_id"], rec["method"])] = rec
+        for rec in read_jsonl(self.partial):
+            if rec.get("signature") == self._signature_of(rec["method"]):
+                self.done[(rec["doc_id"], rec["method"])] = rec
 
     def _signature_of(self, method: str) -> dict:
         return self.r_signature if is_retrieval(method) else self.signature
 
     def write(self, rec: dict) -> None:
         rec["signature"] = self._signature_of(rec["method"])
-        with self.partial.open("a") as fh:
-            fh.write(json.dumps(rec) + "\n")
+        append_jsonl(self.partial, rec)
         self.done[(rec["doc_id"], rec["method"])] = rec
         if self.on_record:
             self.on_record(rec)
@@ -1148,9 +1143,10 @@ def _summaries(
     """One strategy's summary records by document: read from ``summaries_from`` (an earlier
     run's ``.docs.jsonl``), or the ones this run computed."""
     if summaries_from:
+        if existing(summaries_from) is None:
+            raise ValueError(f"{summaries_from}: no such file (nor {summaries_from}.gz)")
         found = {}
-        for line in Path(summaries_from).read_text().splitlines():
-            rec = json.loads(line)
+        for rec in read_jsonl(summaries_from):
             if rec.get("method") == source and rec.get("summary"):
                 found[rec["doc_id"]] = rec
         missing = [d.doc_id for d in docs if d.doc_id not in found]

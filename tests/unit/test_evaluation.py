@@ -9,6 +9,7 @@ from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.research.evaluation import DatasetError, load_dataset, plot, run_eval
+from cos_integrations.research.jsonl import pack
 from cos_integrations.research.reference import reference_summarize
 from cos_integrations.serving.hit_rule import HitRule
 
@@ -120,6 +121,9 @@ def test_run_eval_all_methods_and_resume(tmp_path):
     # asking the traffic half and refining teaches the summaries: hit rate does not drop
     assert fb["test_after"]["hit_rate"] >= fb["test_before"]["hit_rate"]
     calls = len(model.calls)
+    # packed for the repository (records.jsonl.gz only): the resume reads the archive
+    partial = tmp_path / "results.json.docs.jsonl"
+    assert pack(partial).is_file() and not partial.exists()
     asyncio.run(
         run_eval(
             model,
@@ -305,8 +309,9 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
     answer_calls = sum(1 for task, _ in model.calls if task == "answer")
     assert answer_calls == 3 * n_test + len(docs)
     assert [r[0] for r in retrieval_table(m)] == ["rag", "fallback", "right-doc"]
-    # another hit rule over the same (recorded) summaries: only the judge's new prompts
-    # are asked
+    # another hit rule over the same (recorded, then packed) summaries: only the judge's
+    # new prompts are asked
+    pack(tmp_path / "r.json.docs.jsonl")
     before = len(model.calls)
     again = asyncio.run(
         run_eval(
