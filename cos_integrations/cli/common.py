@@ -75,11 +75,13 @@ StoreUrlOpt = Annotated[
 ]
 
 # The hit rule's options, shared by `cos query` and `cos eval` (defaults: cos_integrations.defaults)
+HIT_RULE = "Hit rule (one HitRule)"
 ThresholdOpt = Annotated[
     float | None,
     typer.Option(
         help="Summary similarity needed to ask the judge (default: the index's calibrated "
-        "threshold, else 0.80)."
+        "threshold, else 0.80).",
+        rich_help_panel=HIT_RULE,
     ),
 ]
 JudgeOpt = Annotated[
@@ -87,12 +89,14 @@ JudgeOpt = Annotated[
     typer.Option(
         help="score (the similarity decides) or llm (the model must answer from the hit "
         "context and pass the checks).",
+        rich_help_panel=HIT_RULE,
     ),
 ]
 HitContextOpt = Annotated[
     HitContext | None,
     typer.Option(
         help="What the judge reads (default: focused with --judge llm, else summaries).",
+        rich_help_panel=HIT_RULE,
     ),
 ]
 TeachOpt = Annotated[
@@ -109,6 +113,7 @@ RejectEchoOpt = Annotated[
         "--reject-echo/--no-reject-echo",
         help="An answer made of the question's own words is a miss (default: the hit rule's, off).",
         show_default=False,
+        rich_help_panel=HIT_RULE,
     ),
 ]
 RequireSupportOpt = Annotated[
@@ -118,6 +123,7 @@ RequireSupportOpt = Annotated[
         help="One context sentence must hold the answer and the question (default: the hit "
         "rule's, on).",
         show_default=False,
+        rich_help_panel=HIT_RULE,
     ),
 ]
 VerifyChunkOpt = Annotated[
@@ -127,6 +133,7 @@ VerifyChunkOpt = Annotated[
         help="A hit's answer must be in its document's best source chunk (default: the hit "
         "rule's, off).",
         show_default=False,
+        rich_help_panel=HIT_RULE,
     ),
 ]
 VerifyRouteOpt = Annotated[
@@ -136,6 +143,7 @@ VerifyRouteOpt = Annotated[
         help="Ask the judge only when the best summary's document also holds the top "
         "source chunk (default: on with --judge llm).",
         show_default=False,
+        rich_help_panel=HIT_RULE,
     ),
 ]
 

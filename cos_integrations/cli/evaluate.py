@@ -36,58 +36,162 @@ __all__ = ["app"]
 app = typer.Typer()
 
 
+# The options of `cos eval`, by what they set (one --help panel each).
+DATA, SUMMARISERS = "What is evaluated", "Summarisers (one CoSConfig)"
+RETRIEVAL, RUN = "Retrieval methods (one RetrievalEvalOptions)", "The run"
+# What is evaluated:
+DataOpt = Annotated[
+    Path, typer.Option("--data", help="JSONL: doc_id, title, text, qas.", rich_help_panel=DATA)
+]
+OutOpt = Annotated[Path, typer.Option("--out", help="Results JSON.", rich_help_panel=DATA)]
+LimitOpt = Annotated[int | None, typer.Option(help="First N documents.", rich_help_panel=DATA)]
+DistractorsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="rag/fallback/peers: JSONL of documents indexed beside --data and never "
+        "asked about (a collection of real size); their summaries come from the same "
+        "strategies or --summaries-from.",
+        rich_help_panel=DATA,
+    ),
+]
+MethodsOpt = Annotated[
+    str,
+    typer.Option(
+        help="Comma-separated methods. Retrieval: fallback, rag, rag-focused, rag-ordered, "
+        "rag-contextual, right-doc; peers (the 'peers' extra): doc-summary, raptor, "
+        "multi-vector, parent-doc.",
+        rich_help_panel=DATA,
+    ),
+]
+HeldoutOpt = Annotated[
+    int, typer.Option(help="Human test questions per doc.", rich_help_panel=DATA)
+]
+# The summarisers (one CoSConfig):
+TrainOpt = Annotated[
+    int, typer.Option(help="Synthetic refinement questions.", rich_help_panel=SUMMARISERS)
+]
+ValOpt = Annotated[
+    int, typer.Option(help="Synthetic validation questions.", rich_help_panel=SUMMARISERS)
+]
+IterationsOpt = Annotated[
+    int, typer.Option(help="CoS iterations (i).", rich_help_panel=SUMMARISERS)
+]
+PerIterationOpt = Annotated[int, typer.Option(help="iq.", rich_help_panel=SUMMARISERS)]
+WordsOpt = Annotated[int, typer.Option(help="Summary length budget.", rich_help_panel=SUMMARISERS)]
+ContextOpt = Annotated[
+    int,
+    typer.Option(
+        help="Model context; longer documents are split into sections.", rich_help_panel=SUMMARISERS
+    ),
+]
+PresetOpt = Annotated[
+    PresetName | None,
+    typer.Option(
+        help="A named CoSConfig preset (default: what cos ingest ships) instead of the "
+        "question and iteration options above (--max-summary-words and "
+        "--context-tokens still apply).",
+        rich_help_panel=SUMMARISERS,
+    ),
+]
+OracleOpt = Annotated[
+    bool,
+    typer.Option(
+        help="cos: also answer the test questions from every iteration.",
+        rich_help_panel=SUMMARISERS,
+    ),
+]
+# The retrieval methods (one RetrievalEvalOptions, its HitRule from the rule levers):
+RefineFromTrafficOpt = Annotated[
+    bool,
+    typer.Option(
+        help="fallback: ask half the questions as traffic, refine, re-test the other half.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+KOpt = Annotated[
+    int, typer.Option("--k", min=1, help="rag/fallback: top-k.", rich_help_panel=RETRIEVAL)
+]
+SummaryMethodOpt = Annotated[
+    str,
+    typer.Option(
+        help="rag/fallback: whose summaries the index holds; several, comma-separated, "
+        "build one index each and one fallback[STRATEGY] row each.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+SummariesFromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="rag/fallback: reuse the summaries recorded in this .docs.jsonl "
+        "(or its packed .docs.jsonl.gz).",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+DeepenOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="refine-from-traffic: then run cos or cos-extract rounds on the documents "
+        "that got traffic (the tiered mode).",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+RepeatTrafficOpt = Annotated[
+    bool,
+    typer.Option(
+        help="refine-from-traffic: then ask the traffic questions again, and a "
+        "model-written paraphrase of each.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+HitAblationOpt = Annotated[
+    bool,
+    typer.Option(
+        help="fallback: answer each hit again from its summary sentences, its chunk "
+        "sentences and its whole best chunk alone.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+TestHalfOpt = Annotated[
+    bool,
+    typer.Option(
+        help="rag/fallback: ask only the second half of the questions.", rich_help_panel=RETRIEVAL
+    ),
+]
+AnswerCacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="rag/fallback: JSONL cache of answers by exact prompt, across runs.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+# The run:
+ConcurrencyOpt = Annotated[int, typer.Option(min=1, rich_help_panel=RUN)]
+PlotOpt = Annotated[Path | None, typer.Option("--plot", help="PNG figure.", rich_help_panel=RUN)]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel=RUN)]
+
+
 @app.command("eval")
 def eval_command(
-    data: Annotated[Path, typer.Option("--data", help="JSONL: doc_id, title, text, qas.")],
-    out: Annotated[Path, typer.Option("--out", help="Results JSON.")] = Path("results.json"),
-    limit: Annotated[int | None, typer.Option(help="First N documents.")] = None,
-    distractors: Annotated[
-        Path | None,
-        typer.Option(
-            help="rag/fallback/peers: JSONL of documents indexed beside --data and never "
-            "asked about (a collection of real size); their summaries come from the same "
-            "strategies or --summaries-from."
-        ),
-    ] = None,
-    methods: Annotated[
-        str,
-        typer.Option(
-            help="Comma-separated methods. Retrieval: fallback, rag, rag-focused, rag-ordered, "
-            "rag-contextual, right-doc; peers (the 'peers' extra): doc-summary, raptor, "
-            "multi-vector, parent-doc."
-        ),
-    ] = ("cos,zero-shot,density,reference,content"),
-    train_questions: Annotated[int, typer.Option(help="Synthetic refinement questions.")] = 10,
-    val_questions: Annotated[int, typer.Option(help="Synthetic validation questions.")] = 5,
-    iterations: Annotated[int, typer.Option(help="CoS iterations (i).")] = 10,
-    questions_per_iteration: Annotated[int, typer.Option(help="iq.")] = 1,
-    heldout_questions: Annotated[int, typer.Option(help="Human test questions per doc.")] = 10,
-    max_summary_words: Annotated[int, typer.Option(help="Summary length budget.")] = 200,
-    context_tokens: Annotated[
-        int,
-        typer.Option(help="Model context; longer documents are split into sections."),
-    ] = 8192,
-    preset: Annotated[
-        PresetName | None,
-        typer.Option(
-            help="A named CoSConfig preset (default: what cos ingest ships) instead of the "
-            "question and iteration options above (--max-summary-words and "
-            "--context-tokens still apply)."
-        ),
-    ] = None,
-    oracle: Annotated[
-        bool,
-        typer.Option(help="cos: also answer the test questions from every iteration."),
-    ] = True,
-    concurrency: Annotated[int, typer.Option(min=1)] = 1,
-    refine_from_traffic: Annotated[
-        bool,
-        typer.Option(
-            help="fallback: ask half the questions as traffic, refine, re-test the other half."
-        ),
-    ] = False,
+    # what is evaluated
+    data: DataOpt,
+    out: OutOpt = Path("results.json"),
+    limit: LimitOpt = None,
+    distractors: DistractorsOpt = None,
+    methods: MethodsOpt = "cos,zero-shot,density,reference,content",
+    heldout_questions: HeldoutOpt = 10,
+    # the summarisers
+    train_questions: TrainOpt = 10,
+    val_questions: ValOpt = 5,
+    iterations: IterationsOpt = 10,
+    questions_per_iteration: PerIterationOpt = 1,
+    max_summary_words: WordsOpt = 200,
+    context_tokens: ContextOpt = 8192,
+    preset: PresetOpt = None,
+    oracle: OracleOpt = True,
+    # the retrieval methods and their hit rule
+    refine_from_traffic: RefineFromTrafficOpt = False,
     refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
-    k: Annotated[int, typer.Option("--k", min=1, help="rag/fallback: top-k.")] = 2,
+    k: KOpt = 2,
     threshold: ThresholdOpt = None,
     judge: JudgeOpt = None,
     hit_context: HitContextOpt = None,
@@ -95,53 +199,20 @@ def eval_command(
     require_support: RequireSupportOpt = None,
     verify_chunk: VerifyChunkOpt = None,
     verify_route: VerifyRouteOpt = None,
-    summary_method: Annotated[
-        str,
-        typer.Option(
-            help="rag/fallback: whose summaries the index holds; several, comma-separated, "
-            "build one index each and one fallback[STRATEGY] row each."
-        ),
-    ] = "cos",
-    summaries_from: Annotated[
-        Path | None,
-        typer.Option(
-            help="rag/fallback: reuse the summaries recorded in this .docs.jsonl "
-            "(or its packed .docs.jsonl.gz)."
-        ),
-    ] = None,
-    deepen: Annotated[
-        str | None,
-        typer.Option(
-            help="refine-from-traffic: then run cos or cos-extract rounds on the documents "
-            "that got traffic (the tiered mode)."
-        ),
-    ] = None,
-    repeat_traffic: Annotated[
-        bool,
-        typer.Option(
-            help="refine-from-traffic: then ask the traffic questions again, and a "
-            "model-written paraphrase of each."
-        ),
-    ] = False,
-    hit_ablation: Annotated[
-        bool,
-        typer.Option(
-            help="fallback: answer each hit again from its summary sentences, its chunk "
-            "sentences and its whole best chunk alone."
-        ),
-    ] = False,
-    test_half: Annotated[
-        bool, typer.Option(help="rag/fallback: ask only the second half of the questions.")
-    ] = False,
-    answer_cache: Annotated[
-        Path | None,
-        typer.Option(help="rag/fallback: JSONL cache of answers by exact prompt, across runs."),
-    ] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="PNG figure.")] = None,
+    summary_method: SummaryMethodOpt = "cos",
+    summaries_from: SummariesFromOpt = None,
+    deepen: DeepenOpt = None,
+    repeat_traffic: RepeatTrafficOpt = False,
+    hit_ablation: HitAblationOpt = False,
+    test_half: TestHalfOpt = False,
+    answer_cache: AnswerCacheOpt = None,
+    # the run
+    concurrency: ConcurrencyOpt = 1,
+    plot: PlotOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Summarise with each method, answer the dataset's held-out questions from each summary."""
     setup_logging(verbose)
