@@ -6,7 +6,7 @@ import asyncio
 import signal
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -44,6 +44,9 @@ from cos_integrations.defaults import (
     PresetName,
     Strategy,
 )
+
+if TYPE_CHECKING:
+    from cos_integrations.serving.retrieval import RetrievalResult
 
 __all__ = ["app"]
 
@@ -275,36 +278,13 @@ def query(
     needs_model = answer or rule.judge == "llm"
 
     def show(llm) -> None:
-        retriever = FallbackRetriever(idx, llm=llm, k=k, rule=rule)
-        res = retriever.retrieve(text)
-        label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"
-        console.print(f"{label} {escape(repr(text))}: {escape(res.reason)}")
-        for h in res.items:
-            snippet = " ".join(h.text.split())[:160]
-            console.print(
-                f"  \\[{h.kind}] {escape(str(h.metadata.get('source') or h.doc_id))} "
-                f"(score {h.score:.3f}): {escape(snippet)}"
-            )
-        for citation in res.citations:
-            console.print(f"  cites: {escape(str(citation))}")
-        if res.not_in_source:
-            console.print("  not in source: a refinement found the source silent on this")
-        if res.job_id is not None:
-            console.print(
-                f"  queued refine job {res.job_id} for {res.items[0].doc_id if res.items else '?'}"
-            )
+        res = FallbackRetriever(idx, llm=llm, k=k, rule=rule).retrieve(text)
+        _print_retrieval(text, res)
         if answer and llm is not None:
             reply = res.answer
             if reply is None and res.items:
                 reply, _ = asyncio.run(answer_from(llm, text, res.items))
-            console.print(f"answer: {escape(reply or 'not found in the index')}")
-            for citation in res.citations[:1] if reply else []:
-                console.print(f"source: {escape(str(citation))}")
-            tokens = res.context_tokens
-            console.print(
-                f"context: {len(res.items)} {'summaries' if res.hit else 'source chunks'}, "
-                f"~{tokens} tokens"
-            )
+            _print_answer(reply, res)
 
     if needs_model:
         with open_model(
@@ -313,6 +293,34 @@ def query(
             show(llm)
     else:
         show(None)
+
+
+def _print_retrieval(text: str, res: RetrievalResult) -> None:
+    """A query's decision, what it returned, its citations and any queued refine job."""
+    label = "[green]HIT[/]" if res.hit else "[red]MISS[/]"
+    console.print(f"{label} {escape(repr(text))}: {escape(res.reason)}")
+    for h in res.items:
+        snippet = " ".join(h.text.split())[:160]
+        console.print(
+            f"  \\[{h.kind}] {escape(str(h.metadata.get('source') or h.doc_id))} "
+            f"(score {h.score:.3f}): {escape(snippet)}"
+        )
+    for citation in res.citations:
+        console.print(f"  cites: {escape(str(citation))}")
+    if res.not_in_source:
+        console.print("  not in source: a refinement found the source silent on this")
+    if res.job_id is not None:
+        doc = res.items[0].doc_id if res.items else "?"
+        console.print(f"  queued refine job {res.job_id} for {doc}")
+
+
+def _print_answer(reply: str | None, res: RetrievalResult) -> None:
+    """The answer (or that the index has none), its source and what it was read from."""
+    console.print(f"answer: {escape(reply or 'not found in the index')}")
+    for citation in res.citations[:1] if reply else []:
+        console.print(f"source: {escape(str(citation))}")
+    kind = "summaries" if res.hit else "source chunks"
+    console.print(f"context: {len(res.items)} {kind}, ~{res.context_tokens} tokens")
 
 
 @app.command()
