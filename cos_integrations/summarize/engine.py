@@ -773,33 +773,13 @@ class ChainOfSummaries:
 
     # ----------------------------------------------------------------- long documents
     async def _long(self, text: str, run: ModelRun, human: list[QAPair], budget: int) -> CoSResult:
+        """A document longer than the context: each section summarised (and tested) on its
+        own, the summaries merged level by level into one, then that merged summary
+        refined against every section's questions and the human ones."""
         cfg = self.config
         sections = split_sections(text, budget, self.count_tokens)
-        k = len(sections)
-        log.info("document %s: %d sections of at most %d tokens", run.doc_id, k, budget)
-        section_cfg = cfg.model_copy(
-            update={
-                "train_questions": math.ceil(cfg.train_questions / k) if cfg.train_questions else 0,
-                "val_questions": math.ceil(cfg.val_questions / k) if cfg.val_questions else 0,
-                "max_summary_words": max(60, cfg.max_summary_words),
-                "context_tokens": 10**9,  # sections already fit
-            }
-        )
-        section_engine = ChainOfSummaries(self.llm, section_cfg, token_counter=self.count_tokens)
-        sem = asyncio.Semaphore(self.section_concurrency)
-
-        async def one(i: int, section: str) -> CoSResult:
-            async with sem:
-                sub = ModelRun(self.llm, section_cfg, f"{run.doc_id or 'doc'}#section{i + 1}")
-                res = await section_engine._dispatch(section, sub, [])
-                run.usage.add(sub.usage)
-                for task, used in sub.by_task.items():
-                    run.by_task.setdefault(task, Usage()).add(used)
-                run.warnings.extend(f"section {i + 1}: {w}" for w in sub.warnings)
-                res.usage = sub.usage
-                return res
-
-        parts = await asyncio.gather(*(one(i, s) for i, s in enumerate(sections)))
+        log.info("document %s: %d sections of at most %d tokens", run.doc_id, len(sections), budget)
+        parts = await self._sections(sections, run)
         summaries = [p.summary for p in parts]
         # Merge level by level until the section summaries fit in one prompt.
         while self.count_tokens(merged_source(summaries)) > budget and len(summaries) > 1:
@@ -843,6 +823,35 @@ class ChainOfSummaries:
             )
         result.sections = parts
         return result
+
+    async def _sections(self, sections: list[str], run: ModelRun) -> list[CoSResult]:
+        """Each section summarised by this engine's strategy with a per-section share of
+        the questions (``section_concurrency`` at a time); their usage and warnings are
+        charged to ``run``."""
+        cfg, k = self.config, len(sections)
+        section_cfg = cfg.model_copy(
+            update={
+                "train_questions": math.ceil(cfg.train_questions / k) if cfg.train_questions else 0,
+                "val_questions": math.ceil(cfg.val_questions / k) if cfg.val_questions else 0,
+                "max_summary_words": max(60, cfg.max_summary_words),
+                "context_tokens": 10**9,  # sections already fit
+            }
+        )
+        section_engine = ChainOfSummaries(self.llm, section_cfg, token_counter=self.count_tokens)
+        sem = asyncio.Semaphore(self.section_concurrency)
+
+        async def one(i: int, section: str) -> CoSResult:
+            async with sem:
+                sub = ModelRun(self.llm, section_cfg, f"{run.doc_id or 'doc'}#section{i + 1}")
+                res = await section_engine._dispatch(section, sub, [])
+                run.usage.add(sub.usage)
+                for task, used in sub.by_task.items():
+                    run.by_task.setdefault(task, Usage()).add(used)
+                run.warnings.extend(f"section {i + 1}: {w}" for w in sub.warnings)
+                res.usage = sub.usage
+                return res
+
+        return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(sections))))
 
     async def _merge(self, summaries: list[str], run: ModelRun) -> str:
         msgs = merge_messages(summaries, words=self.config.max_summary_words)
