@@ -214,6 +214,29 @@ class OpenAIChatModel:
         delay = min(self.backoff_max, self.backoff_base * 2**attempt)
         return delay * (0.5 + random.random() / 2)
 
+    def _request(
+        self,
+        messages: Sequence[dict[str, str]],
+        max_tokens: int | None,
+        temperature: float,
+        json_schema: dict | None,
+    ) -> dict[str, Any]:
+        """The completion request's arguments (structured output while the endpoint takes it)."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": temperature,
+        }
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        if json_schema is not None and self.structured_output:
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": json_schema}
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
     async def chat(
         self,
         messages: Sequence[dict[str, str]],
@@ -228,22 +251,9 @@ class OpenAIChatModel:
         attempts = 0
         timeouts = 0
         limit = self.timeout_for(messages, max_tokens)
-        prompt_tokens = int(sum(len(m.get("content") or "") for m in messages) / 3.6)
         while attempts <= self.max_retries:
             attempts += 1
-            kwargs: dict[str, Any] = {
-                "model": self.model,
-                "messages": list(messages),
-                "temperature": temperature,
-            }
-            if max_tokens is not None:
-                kwargs["max_tokens"] = max_tokens
-            if self.seed is not None:
-                kwargs["seed"] = self.seed
-            if json_schema is not None and self.structured_output:
-                kwargs["response_format"] = {"type": "json_schema", "json_schema": json_schema}
-            if self.extra_body:
-                kwargs["extra_body"] = self.extra_body
+            kwargs = self._request(messages, max_tokens, temperature, json_schema)
             retry_after: str | None = None
             try:
                 resp = await self._client().chat.completions.create(
@@ -262,15 +272,9 @@ class OpenAIChatModel:
                     break
                 retry_after = exc.response.headers.get("retry-after") if exc.response else None
             except openai.APITimeoutError:
-                waited = limit * 2**timeouts
-                timeouts += 1
                 last_status = None
-                wanted = max_tokens or "the default"
-                last_error = (
-                    f"timed out after {waited:.0f}s (a prompt of ~{prompt_tokens} tokens, up to "
-                    f"{wanted} new tokens); a slow endpoint needs more time: pass timeout= to "
-                    "OpenAIChatModel or set COS_TIMEOUT (seconds), or ask for fewer tokens"
-                )
+                last_error = _timed_out(limit * 2**timeouts, messages, max_tokens)
+                timeouts += 1
                 if timeouts > self.timeout_retries:
                     break  # not retried blindly: each retry already had twice the time
             except openai.APIConnectionError as exc:
@@ -285,6 +289,17 @@ class OpenAIChatModel:
         raise CoSModelError(
             f"model {self.name} failed: {last_error}", status=last_status, attempts=attempts
         )
+
+
+def _timed_out(waited: float, messages: Sequence[dict[str, str]], max_tokens: int | None) -> str:
+    """What a timed-out call says: how long, how big, and how to give it more time."""
+    prompt_tokens = int(sum(len(m.get("content") or "") for m in messages) / 3.6)
+    wanted = max_tokens or "the default"
+    return (
+        f"timed out after {waited:.0f}s (a prompt of ~{prompt_tokens} tokens, up to "
+        f"{wanted} new tokens); a slow endpoint needs more time: pass timeout= to "
+        "OpenAIChatModel or set COS_TIMEOUT (seconds), or ask for fewer tokens"
+    )
 
 
 _KEYLIKE = re.compile(r"\b(?:sk|pk|rk|key|api[_-]?key)[-_][A-Za-z0-9_\-*.]{6,}", re.I)
