@@ -35,7 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import warnings
@@ -70,7 +69,7 @@ from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.summarize.config import CoSConfig
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages
 from cos_integrations.summarize.questions import ParseError, parse_answers
-from cos_integrations.sync import run_sync
+from cos_integrations.sync import offload, run_sync
 from cos_integrations.text import estimate_tokens
 from cos_integrations.usage import Usage
 
@@ -358,8 +357,9 @@ class FallbackRetriever:
     def retrieve(
         self, query: str, *, k: int | None = None, llm: ChatModel | None = None
     ) -> RetrievalResult:
-        """Sync wrapper of :meth:`aretrieve`."""
-        return run_sync(self.aretrieve(query, k=k, llm=llm))
+        """Sync wrapper of :meth:`aretrieve` (its store and vector reads run in place, not
+        in worker threads: one call, one thing at a time)."""
+        return run_sync(self.aretrieve(query, k=k, llm=llm), inline=True)
 
     async def aretrieve(
         self, query: str, *, k: int | None = None, llm: ChatModel | None = None
@@ -372,7 +372,7 @@ class FallbackRetriever:
         or fall back to source chunks and queue a refine job."""
         k = self.k if k is None else k
         rule = self.rule
-        embedding, candidates = await asyncio.to_thread(self._search, query, k)
+        embedding, candidates = await offload(self._search, query, k)
         if not candidates:
             return RetrievalResult(query, False, [], "empty index")
         decision = await self._route(query, candidates, embedding, k, rule)
@@ -405,7 +405,7 @@ class FallbackRetriever:
             decision.reason = f"best similarity {best.score:.3f} < {threshold}"
             return decision
         if rule.routes:
-            decision.top = await asyncio.to_thread(
+            decision.top = await offload(
                 self.index.search_chunks, query, self.fallback_k or k, embedding=embedding
             )
             if decision.top:  # no chunk vectors: nothing to agree with, the check does not apply
@@ -438,7 +438,7 @@ class FallbackRetriever:
         elif top and top[0].doc_id == best.doc_id:
             full = [best, top[0]]
         else:
-            chunk = await asyncio.to_thread(
+            chunk = await offload(
                 self._best_chunk, query, best.doc_id, embedding, best.metadata.get("cos_chunks")
             )
             full = [best, *chunk]
@@ -471,7 +471,7 @@ class FallbackRetriever:
         context = decision.context
         decision.judge_answer, decision.usage = await ask(llm, query, context)
         decision.judge_tokens = sum(estimate_tokens(h.text) for h in context)
-        decision.checks |= await asyncio.to_thread(
+        decision.checks |= await offload(
             self._checks, decision.judge_answer, query, context, embedding, decision.full, rule
         )
         failed = rule.failed(decision.checks)
@@ -492,7 +492,7 @@ class FallbackRetriever:
         items = [*candidates] if rule.context == "summaries" else decision.context
         for h in items:
             h.metadata["cos_hit"] = True
-        await asyncio.to_thread(
+        await offload(
             self.index.store.record_event,
             "hit",
             candidates[0].doc_id,
@@ -605,10 +605,10 @@ class FallbackRetriever:
         """Whether every candidate document's source is known not to answer ``query``
         (recorded as a ``not_in_source`` event when so)."""
         store = self.index.store
-        silent = [await asyncio.to_thread(store.not_in_source, d, query) for d in doc_ids]
+        silent = [await offload(store.not_in_source, d, query) for d in doc_ids]
         if not (doc_ids and all(silent)):
             return False
-        await asyncio.to_thread(store.record_event, "not_in_source", doc_ids[0], query)
+        await offload(store.record_event, "not_in_source", doc_ids[0], query)
         return True
 
     async def _fallback_items(
@@ -624,19 +624,17 @@ class FallbackRetriever:
         index = self.index
         # Candidate documents first, then the whole collection; the best chunks win, so a
         # source whose summary was not even retrieved can still answer.
-        scoped = await asyncio.to_thread(
-            index.search_chunks, query, fk, doc_ids=doc_ids, embedding=embedding
-        )
+        scoped = await offload(index.search_chunks, query, fk, doc_ids=doc_ids, embedding=embedding)
         glob = top
         if glob is None:
-            glob = await asyncio.to_thread(index.search_chunks, query, fk, embedding=embedding)
+            glob = await offload(index.search_chunks, query, fk, embedding=embedding)
         merged = {h.id: h for h in [*glob, *scoped]}
         items = sorted(merged.values(), key=lambda h: -h.score)[:fk]
         fallback = "chunks"
         if not items:
             # No chunk vectors (e.g. a pipeline that indexed only summaries): the stored
             # full text of the candidate documents, chunked and ranked now.
-            items = await asyncio.to_thread(
+            items = await offload(
                 index.rank_stored_text, query, fk, doc_ids=doc_ids, embedding=embedding
             )
             fallback = "stored text"
@@ -651,9 +649,9 @@ class FallbackRetriever:
         store = self.index.store
         job_id = None
         if self.refine_on_miss != "off":
-            job_id = await asyncio.to_thread(store.enqueue, target, query)
+            job_id = await offload(store.enqueue, target, query)
         tokens = sum(estimate_tokens(h.text) for h in items)
-        await asyncio.to_thread(store.record_event, "miss", target, query, context_tokens=tokens)
+        await offload(store.record_event, "miss", target, query, context_tokens=tokens)
         return job_id
 
     def _background_refiner(self) -> BackgroundRefiner:

@@ -74,6 +74,27 @@ def test_score_judge_uses_threshold_only(filled):
     assert hit.hit and not miss.hit and len(model.calls) == calls
 
 
+def test_sync_retrieve_reads_in_the_callers_thread_async_in_workers(filled):
+    """The sync path spares the worker-thread hops (one call, one read at a time); the async
+    path keeps them, so a server's loop is never blocked by a store or vector read."""
+    import threading
+
+    index, _, model = filled
+    seen: list[int] = []
+    record = index.store.record_event
+
+    def spy(*args, **kwargs):
+        seen.append(threading.get_ident())
+        return record(*args, **kwargs)
+
+    index.store.record_event = spy
+    ret = FallbackRetriever(index, rule=HitRule(threshold=0.0))
+    assert ret.retrieve("What is the garden item 1?").hit
+    assert seen == [threading.get_ident()]
+    assert asyncio.run(ret.aretrieve("What is the garden item 1?")).hit
+    assert len(seen) == 2 and seen[1] != threading.get_ident()
+
+
 def test_empty_index_returns_nothing(index):
     r = FallbackRetriever(index).retrieve("anything?")
     assert not r.hit and r.items == []
