@@ -142,6 +142,36 @@ def main() -> None:
             f"{reach}, of which {routable} have the collection's top chunk in their own "
             f"document (the routing check can agree); hits after: {gained}.\n"
         )
+        repeated(rows)
+
+
+def repeated(rows: list[dict]) -> None:
+    """Repeated traffic (``--repeat-traffic``): each traffic miss whose answer is in its
+    source, what its refine job did (on which document) and why it missed again, asked
+    the same and in a paraphrase."""
+    rows = [r for r in rows if r.get("traffic_again")]
+    if not rows:
+        return
+    print("| question | refined (document: outcome) | asked again | paraphrase |")
+    print("|---|---|---|---|")
+    again: Counter = Counter()
+    said: Counter = Counter()
+    for r in rows:
+        jobs = {j["query"]: j for j in r.get("refine", [])}
+        pairs = zip(r["traffic"], r["traffic_again"], r["paraphrases"], strict=True)
+        for b, a, p in pairs:
+            if b["hit"] or not b.get("in_source"):
+                continue
+            job = jobs.get(b["question"])
+            where = "no job"
+            if job:
+                own = "own" if job["doc_id"] == r["doc_id"] else f"other: {job['doc_id']}"
+                where = f"{own}: {job['status']}"
+            why_a, why_p = _why(a, r["threshold"]), _why(p, r["threshold"])
+            again[why_a] += 1
+            said[why_p] += 1
+            print(f"| {b['question'][:60]} | {where} | {why_a} | {why_p} |")
+    print(f"\nAsked again: {dict(again)}; paraphrased: {dict(said)}.\n")
 
 
 REASONS = (
