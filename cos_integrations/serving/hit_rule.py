@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cos_integrations.defaults import (
     CALIBRATION_QUANTILE,
+    DEFAULT_ANSWERED_MISSES,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
     DEFAULT_REQUIRE_SUPPORT,
@@ -126,6 +127,12 @@ class HitRule(BaseModel):
         DEFAULT_VERIFY_ROUTE,
         description="ask the judge only when the best summary's document holds the "
         "collection's top source chunk; None: on with the model judge, off without",
+    )
+    answered_misses: bool = Field(
+        DEFAULT_ANSWERED_MISSES,
+        description="a query that missed before and whose answer a refine job then found in "
+        "a document's source goes to that document, past the threshold and the routing "
+        'check (the judge and its checks still decide; judge "llm" only)',
     )
     focus_sentences: int = Field(
         FOCUS_SENTENCES,

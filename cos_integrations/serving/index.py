@@ -655,6 +655,27 @@ class CoSIndex:
                 best[h.doc_id] = h
         return sorted(best.values(), key=lambda h: -h.score)[:k]
 
+    def summary_hit(self, doc_id: str, embedding: list[float]) -> SearchHit | None:
+        """``doc_id``'s current summary vector read by its id, as a search would return it
+        (``score``: its cosine similarity to ``embedding``); ``None`` when it has none."""
+        import numpy as np
+
+        current = self.store.current_summary(doc_id)
+        if current is None:
+            return None
+        got = read_racing_writes(
+            self.summaries.get,
+            ids=[f"{doc_id}::summary::v{current.version}"],
+            include=["documents", "metadatas", "embeddings"],
+        )
+        if not got["ids"]:
+            return None
+        v = np.asarray(got["embeddings"][0], dtype=np.float32)
+        q = np.asarray(embedding, dtype=np.float32)
+        score = float(v @ q / max(float(np.linalg.norm(v) * np.linalg.norm(q)), 1e-12))
+        meta = dict(got["metadatas"][0] or {})
+        return SearchHit(got["ids"][0], doc_id, got["documents"][0] or "", score, meta, "summary")
+
     def search_chunks(
         self,
         query: str,

@@ -271,6 +271,7 @@ class Decision:
     context: list[SearchHit] = field(default_factory=list)
     full: list[SearchHit] = field(default_factory=list)  # the context before a focused cut
     top: list[SearchHit] | None = None
+    doc_id: str | None = None  # the document it went to, when not the best summary's
     judge_answer: str | None = None
     checks: dict[str, bool] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
@@ -375,9 +376,11 @@ class FallbackRetriever:
         embedding, candidates = await offload(self._search, query, k)
         if not candidates:
             return RetrievalResult(query, False, [], "empty index")
-        decision = await self._route(query, candidates, embedding, k, rule)
-        if not decision.reason:
-            await self._build_context(query, decision, candidates, embedding, rule)
+        decision = await self._answered_miss(query, candidates, embedding, rule)
+        if decision is None:
+            decision = await self._route(query, candidates, embedding, k, rule)
+            if not decision.reason:
+                await self._build_context(query, decision, candidates, embedding, rule)
         if decision.context:
             await self._judge(query, decision, embedding, llm or self.llm, rule)
         if decision.hit:
@@ -388,6 +391,33 @@ class FallbackRetriever:
         """The query's embedding and its top-``k`` summaries (one worker-thread hop)."""
         embedding = self.index.embedder.embed_query(query)
         return embedding, self.index.search_summaries(query, k, embedding=embedding)
+
+    async def _answered_miss(
+        self, query: str, candidates: list[SearchHit], embedding: list[float], rule: HitRule
+    ) -> Decision | None:
+        """A query that missed before and whose answer a refine job then found in a
+        document's source (``rule.answered_misses``, judge ``"llm"``): that document's
+        summary and best chunk, cut to the query like any hit context, past the threshold
+        and the routing check; ``None`` otherwise (the usual route decides)."""
+        if not (rule.answered_misses and rule.judge == "llm"):
+            return None
+        doc_id = await offload(self.index.store.answered_miss, query)
+        if doc_id is None:
+            return None
+        best = next((c for c in candidates if c.doc_id == doc_id), None)
+        if best is None:
+            best = await offload(self.index.summary_hit, doc_id, embedding)
+        if best is None:  # deleted, or not indexed yet
+            return None
+        full = [best]
+        if rule.context in ("best+chunk", "focused"):
+            count = best.metadata.get("cos_chunks")
+            full += await offload(self._best_chunk, query, doc_id, embedding, count)
+        decision = Decision(doc_id=doc_id, full=full, context=full)
+        decision.checks["answered_miss"] = True
+        if rule.context == "focused":
+            decision.context = focus_items(query, full, limit=rule.focus_sentences)
+        return decision if decision.context else None
 
     async def _route(
         self,
@@ -486,16 +516,17 @@ class FallbackRetriever:
         self, query: str, candidates: list[SearchHit], decision: Decision, rule: HitRule
     ) -> RetrievalResult:
         """Count and record a hit; ``"summaries"`` returns the top-k summaries, best first
-        (the hit was decided on those that clear the threshold), otherwise what the answer
-        came from."""
+        (the hit was decided on those that clear the threshold), otherwise (and for an
+        answered miss) what the answer came from."""
         self.hits += 1
-        items = [*candidates] if rule.context == "summaries" else decision.context
+        top_summaries = rule.context == "summaries" and decision.doc_id is None
+        items = [*candidates] if top_summaries else decision.context
         for h in items:
             h.metadata["cos_hit"] = True
         await offload(
             self.index.store.record_event,
             "hit",
-            candidates[0].doc_id,
+            decision.doc_id or candidates[0].doc_id,
             query,
             context_tokens=sum(estimate_tokens(h.text) for h in items),
         )

@@ -44,7 +44,7 @@ __all__ = [
     "OVERVIEW_FILTERS",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
@@ -146,8 +146,14 @@ CREATE INDEX IF NOT EXISTS events_doc ON events (doc_id, kind);
 UPDATE events SET kind='not_in_source' WHERE kind='not_covered';
 """
 
+# Version 3: questions looked up by their normalised text across documents (a query that
+# missed once and whose source answer a refine job found: the retriever routes it there).
+_SCHEMA_V3 = """
+CREATE INDEX IF NOT EXISTS questions_norm ON questions (norm, origin);
+"""
+
 # Each migration takes the schema from version N-1 to N. Version 1 is the base schema.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 
 def content_hash(text: str) -> str:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from cos_integrations.metrics import normalize_answer
 from cos_integrations.storage.db import StoreError, StorePart
 from cos_integrations.storage.records import DocumentRecord, SummaryVersion
 from cos_integrations.summarize.questions import QAPair
@@ -308,6 +309,19 @@ class SummaryVersions(StorePart):
         return [
             QAPair(question=r[0], answers=json.loads(r[1]), split=r[2], origin=r[3]) for r in rows
         ]
+
+    def answered_miss(self, query: str) -> str | None:
+        """The document whose source a refine job found answering ``query`` when it missed
+        (the query in its bank with origin ``miss``; the latest such document), or ``None``."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT doc_id FROM questions WHERE norm=? AND origin='miss' ORDER BY id DESC",
+                (normalize_answer(query.strip()),),
+            )
+            .fetchone()
+        )
+        return str(row[0]) if row else None
 
     def add_question(self, doc_id: str, pair: QAPair) -> bool:
         with self._tx() as tx:

@@ -35,8 +35,8 @@ def filled(index):
 SUMMARY_ONLY = HitRule(judge="llm", threshold=0.1, hit_context="summaries", require_support=False)
 
 
-def retriever(index, model, **kw):
-    return FallbackRetriever(index, llm=model, k=2, rule=SUMMARY_ONLY, **kw)
+def retriever(index, model, *, rule=SUMMARY_ONLY, **kw):
+    return FallbackRetriever(index, llm=model, k=2, rule=rule, **kw)
 
 
 def test_hit_returns_summaries_and_the_answer(filled):
@@ -116,6 +116,45 @@ def test_refine_once_publishes_and_the_query_then_hits(filled):
     bank = index.store.questions("parking")
     assert any(p.origin == "miss" and p.question == q for p in bank)
     assert index.store.jobs()[0].status == "published"
+
+
+# the usual route never hits (threshold 0.99): only a repeat of an answered miss can
+UNREACHABLE = SUMMARY_ONLY.model_copy(update={"threshold": 0.99})
+
+
+def test_a_miss_whose_source_answered_it_hits_when_asked_again(filled):
+    """Issue 26 item 5: the repeat goes to the document whose source answered it, past the
+    threshold; an unseen query does not, and the rule can turn it off."""
+    index, engine, model = filled
+    ret = retriever(index, model, rule=UNREACHABLE)
+    q = "What is the parking item 7?"
+    first = ret.retrieve(q)
+    assert not first.hit and first.reason.startswith("best similarity")
+    assert not ret.retrieve(q).hit  # no job has run yet
+    assert index.store.answered_miss(q) is None
+    assert [o.status for o in Refiner(index, engine).run_once()] == ["published"]
+    assert index.store.answered_miss("  what is the PARKING item 7 ") == "parking"  # normalised
+    again = ret.retrieve(q)
+    assert again.hit and again.answer == "value 7h" and again.checks["answered_miss"]
+    assert [h.doc_id for h in again.items] == ["parking"]
+    assert index.store.event_counts()["hit"] == 1
+    assert not ret.retrieve("What is the parking item 6?").hit  # never asked: the usual route
+    off = UNREACHABLE.model_copy(update={"answered_misses": False})
+    assert not retriever(index, model, rule=off).retrieve(q).hit
+
+
+def test_an_answered_miss_still_needs_the_judge(filled):
+    """The recorded document is where the query goes, not a hit by itself: when its summary
+    cannot answer, the judge's checks keep it a miss."""
+    from cos_integrations.summarize.questions import QAPair
+
+    index, _, model = filled
+    q = "What is the garden item 6?"
+    pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
+    index.store.add_question("lease", pair)  # recorded on a document that does not say it
+    r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
+    assert not r.hit and r.checks.get("answered_miss") and r.judge_answer is not None
+    assert r.items and r.items[0].kind == "chunk"  # the usual fallback answers it
 
 
 def test_not_in_source_is_remembered(filled):
