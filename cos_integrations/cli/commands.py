@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cos_integrations.cli.common import (
+    AnsweredMissesOpt,
     BaseUrlOpt,
     ChromaOpt,
     HitContextOpt,
@@ -257,6 +258,7 @@ def query(
     require_support: RequireSupportOpt = None,
     verify_chunk: VerifyChunkOpt = None,
     verify_route: VerifyRouteOpt = None,
+    answered_misses: AnsweredMissesOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -274,7 +276,7 @@ def query(
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     judge = judge or ("llm" if answer else "score")
     levers = (judge, threshold, hit_context, reject_echo, require_support, verify_chunk)
-    rule = idx.hit_rule.with_options(**rule_levers(*levers, verify_route))
+    rule = idx.hit_rule.with_options(**rule_levers(*levers, verify_route, answered_misses))
     needs_model = answer or rule.judge == "llm"
 
     def show(llm) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "RequireSupportOpt",
     "VerifyChunkOpt",
     "VerifyRouteOpt",
+    "AnsweredMissesOpt",
     "rule_levers",
     "setup_logging",
     "make_embedder",
@@ -147,6 +148,17 @@ VerifyRouteOpt = Annotated[
     ),
 ]
 
+AnsweredMissesOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--answered-misses/--no-answered-misses",
+        help="A repeat of a miss whose answer refinement found in a document's source goes "
+        "to that document, past the threshold and routing (default: on, with --judge llm).",
+        show_default=False,
+        rich_help_panel=HIT_RULE,
+    ),
+]
+
 
 def setup_logging(verbose: bool) -> None:
     """INFO with ``-v``, WARNING otherwise; HTTP and Chroma loggers stay at WARNING."""
@@ -210,6 +222,7 @@ def rule_levers(
     require_support: bool | None,
     verify_chunk: bool | None,
     verify_route: bool | None,
+    answered_misses: bool | None = None,
 ) -> dict[str, Any]:
     """The hit-rule options of ``cos query`` and ``cos eval`` as ``HitRule`` fields, for
     ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value)."""
@@ -221,4 +234,5 @@ def rule_levers(
         "require_support": require_support,
         "verify_chunk": verify_chunk,
         "verify_route": verify_route,
+        "answered_misses": answered_misses,
     }

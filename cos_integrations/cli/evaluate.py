@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cos_integrations.cli.common import (
+    AnsweredMissesOpt,
     BaseUrlOpt,
     HitContextOpt,
     JudgeOpt,
@@ -199,6 +200,7 @@ def eval_command(
     require_support: RequireSupportOpt = None,
     verify_chunk: VerifyChunkOpt = None,
     verify_route: VerifyRouteOpt = None,
+    answered_misses: AnsweredMissesOpt = None,
     summary_method: SummaryMethodOpt = "cos",
     summaries_from: SummariesFromOpt = None,
     deepen: DeepenOpt = None,
@@ -230,6 +232,7 @@ def eval_command(
                 require_support,
                 verify_chunk,
                 verify_route,
+                answered_misses,
             ),
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,

@@ -181,3 +181,18 @@ def test_each_step_of_aretrieve_on_its_own(filled):
     asyncio.run(ret._build_context(q, scored, cands, emb, HitRule(threshold=0.0)))
     assert scored.hit and scored.context == [c for c in cands if c.score >= 0.0]
     assert len(model.calls) == before
+
+
+def test_the_cli_levers_reach_every_rule_field_they_name():
+    """`cos query` and `cos eval` change the rule through rule_levers: each option given
+    changes its field, each left out keeps the rule's value."""
+    from cos_integrations.cli.common import rule_levers
+
+    rule = HitRule(judge="llm")
+    levers = rule_levers(None, 0.9, None, None, None, None, None, False)
+    changed = rule.with_options(**levers)
+    assert changed.answered_misses is False and changed.threshold == 0.9
+    assert changed.judge == "llm" and changed.verify_route is rule.verify_route
+    assert set(levers) <= set(HIT_RULE_FIELDS)
+    kept = rule.with_options(**rule_levers(None, None, None, None, None, None, None))
+    assert kept == rule and kept.answered_misses is True
