@@ -66,12 +66,14 @@ DEFAULT_VERIFY_CHUNK = False
 # whose judge call was wasted (BENCHMARKS.md, "routing agreement"). None: on for
 # judge="llm", off for judge="score" (not measured there).
 DEFAULT_VERIFY_ROUTE: bool | None = None
-# A query asked again after it missed, whose answer a refine job found in a document's
-# source (the query joined that document's bank, origin "miss"), goes to that document
-# past the threshold and the routing check: on 5 SQuAD chunks (tiered-5) 8 of 11 such
-# repeats were kept a miss by the routing check or the threshold (BENCHMARKS.md, issue 26
-# item 5). Only exact repeats (the normalised text); the judge and its checks still decide.
-DEFAULT_ANSWERED_MISSES = True
+# HitRule.answered_misses: a query asked again after it missed, whose answer a refine job
+# found in a document's source (the query joined that document's bank, origin "miss"),
+# goes to that document past the threshold and the routing check (exact repeats only; the
+# judge and its checks still decide). Off: on 5 SQuAD chunks (tiered-5 against
+# tiered-5-answered) it turned 1 of the 11 repeated misses into a hit, a wrong one (F1 1.0
+# as a miss, 0.0 as the hit), and 3 of the 4 it routed failed the judge (BENCHMARKS.md,
+# issue 26 item 5).
+DEFAULT_ANSWERED_MISSES = False
 
 # A calibrated threshold (CoSIndex.calibrate_threshold) is this quantile of the known
 # questions' similarity to their own summary: on the 30 SQuAD chunks' traffic questions

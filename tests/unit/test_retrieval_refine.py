@@ -119,7 +119,7 @@ def test_refine_once_publishes_and_the_query_then_hits(filled):
 
 
 # the usual route never hits (threshold 0.99): only a repeat of an answered miss can
-UNREACHABLE = SUMMARY_ONLY.model_copy(update={"threshold": 0.99})
+UNREACHABLE = SUMMARY_ONLY.model_copy(update={"threshold": 0.99, "answered_misses": True})
 
 
 def test_a_miss_whose_source_answered_it_hits_when_asked_again(filled):
@@ -141,6 +141,7 @@ def test_a_miss_whose_source_answered_it_hits_when_asked_again(filled):
     assert not ret.retrieve("What is the parking item 6?").hit  # never asked: the usual route
     off = UNREACHABLE.model_copy(update={"answered_misses": False})
     assert not retriever(index, model, rule=off).retrieve(q).hit
+    assert HitRule().answered_misses is False  # measured, and lost: opt-in
 
 
 def test_an_answered_miss_still_needs_the_judge(filled):
