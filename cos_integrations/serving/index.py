@@ -604,9 +604,10 @@ class CoSIndex:
         *,
         where: dict | None = None,
         ids: list[str] | None = None,
+        kind: str = "chunk",
     ) -> list[SearchHit]:
         """Top-``k`` of the entries matching ``where`` (or with these ``ids``) by cosine
-        similarity, computed here."""
+        similarity, computed here, as ``kind`` hits."""
         import numpy as np
 
         got = read_racing_writes(
@@ -625,7 +626,7 @@ class CoSIndex:
             meta = dict(got["metadatas"][i] or {})
             text = got["documents"][i] or ""
             doc_id = str(meta.get("doc_id", ""))
-            out.append(SearchHit(got["ids"][i], doc_id, text, float(scores[i]), meta, "chunk"))
+            out.append(SearchHit(got["ids"][i], doc_id, text, float(scores[i]), meta, kind))
         return out
 
     def search_summaries(
@@ -658,23 +659,12 @@ class CoSIndex:
     def summary_hit(self, doc_id: str, embedding: list[float]) -> SearchHit | None:
         """``doc_id``'s current summary vector read by its id, as a search would return it
         (``score``: its cosine similarity to ``embedding``); ``None`` when it has none."""
-        import numpy as np
-
         current = self.store.current_summary(doc_id)
         if current is None:
             return None
-        got = read_racing_writes(
-            self.summaries.get,
-            ids=[f"{doc_id}::summary::v{current.version}"],
-            include=["documents", "metadatas", "embeddings"],
-        )
-        if not got["ids"]:
-            return None
-        v = np.asarray(got["embeddings"][0], dtype=np.float32)
-        q = np.asarray(embedding, dtype=np.float32)
-        score = float(v @ q / max(float(np.linalg.norm(v) * np.linalg.norm(q)), 1e-12))
-        meta = dict(got["metadatas"][0] or {})
-        return SearchHit(got["ids"][0], doc_id, got["documents"][0] or "", score, meta, "summary")
+        ids = [f"{doc_id}::summary::v{current.version}"]
+        hits = self._rank_scoped(self.summaries, embedding, 1, ids=ids, kind="summary")
+        return hits[0] if hits else None
 
     def search_chunks(
         self,

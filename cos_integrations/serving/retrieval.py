@@ -380,7 +380,8 @@ class FallbackRetriever:
         if decision is None:
             decision = await self._route(query, candidates, embedding, k, rule)
             if not decision.reason:
-                await self._build_context(query, decision, candidates, embedding, rule)
+                relevant = [c for c in candidates if c.score >= self.threshold]
+                await self._build_context(query, decision, relevant, embedding, rule)
         if decision.context:
             await self._judge(query, decision, embedding, llm or self.llm, rule)
         if decision.hit:
@@ -409,14 +410,9 @@ class FallbackRetriever:
             best = await offload(self.index.summary_hit, doc_id, embedding)
         if best is None:  # deleted, or not indexed yet
             return None
-        full = [best]
-        if rule.context in ("best+chunk", "focused"):
-            count = best.metadata.get("cos_chunks")
-            full += await offload(self._best_chunk, query, doc_id, embedding, count)
-        decision = Decision(doc_id=doc_id, full=full, context=full)
+        decision = Decision(doc_id=doc_id)
+        await self._build_context(query, decision, [best], embedding, rule)
         decision.checks["answered_miss"] = True
-        if rule.context == "focused":
-            decision.context = focus_items(query, full, limit=rule.focus_sentences)
         return decision if decision.context else None
 
     async def _route(
@@ -451,15 +447,15 @@ class FallbackRetriever:
         self,
         query: str,
         decision: Decision,
-        candidates: list[SearchHit],
+        relevant: list[SearchHit],
         embedding: list[float],
         rule: HitRule,
     ) -> None:
-        """What the judge reads and a hit returns (``rule.context``); the collection's top
-        chunks, when the routing check searched them, spare a second search (their first
-        is then the best summary's document's best chunk)."""
+        """What the judge reads and a hit returns (``rule.context``) from ``relevant``, the
+        summaries it may use, best first; the collection's top chunks, when the routing
+        check searched them, spare a second search (their first is then the best summary's
+        document's best chunk)."""
         threshold = self.threshold
-        relevant = [c for c in candidates if c.score >= threshold]
         best, top = relevant[0], decision.top
         if rule.context == "summaries":
             full = relevant

@@ -142,6 +142,12 @@ def test_a_miss_whose_source_answered_it_hits_when_asked_again(filled):
     off = UNREACHABLE.model_copy(update={"answered_misses": False})
     assert not retriever(index, model, rule=off).retrieve(q).hit
     assert HitRule().answered_misses is False  # measured, and lost: opt-in
+    # a recorded document outside the top-k: its summary read by id, as a search returns it
+    emb = index.embedder.embed_query(q)
+    far = index.summary_hit("lease", emb)
+    assert far.doc_id == "lease" and far.kind == "summary" and far.id == "lease::summary::v1"
+    searched = [h for h in index.search_summaries(q, 3, embedding=emb) if h.doc_id == "lease"]
+    assert far.score == pytest.approx(searched[0].score, abs=1e-4)
 
 
 def test_an_answered_miss_still_needs_the_judge(filled):
