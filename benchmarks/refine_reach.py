@@ -157,16 +157,18 @@ def repeated(rows: list[dict]) -> None:
     again: Counter = Counter()
     said: Counter = Counter()
     for r in rows:
-        jobs = {j["query"]: j for j in r.get("refine", [])}
+        jobs: dict[str, list[dict]] = {}
+        for j in r.get("refine", []):  # a retargeted job is followed by the next document's
+            jobs.setdefault(j["query"], []).append(j)
         pairs = zip(r["traffic"], r["traffic_again"], r["paraphrases"], strict=True)
         for b, a, p in pairs:
             if b["hit"] or not b.get("in_source"):
                 continue
-            job = jobs.get(b["question"])
-            where = "no job"
-            if job:
-                own = "own" if job["doc_id"] == r["doc_id"] else f"other: {job['doc_id']}"
-                where = f"{own}: {job['status']}"
+            steps = [
+                f"{'own' if j['doc_id'] == r['doc_id'] else 'other: ' + j['doc_id']}: {j['status']}"
+                for j in jobs.get(b["question"], [])
+            ]
+            where = " -> ".join(steps) or "no job"
             why_a, why_p = _why(a, r["threshold"]), _why(p, r["threshold"])
             again[why_a] += 1
             said[why_p] += 1

@@ -45,6 +45,7 @@ __all__ = [
     "RefineTeach",
     "REFINE_TEACH",
     "DEFAULT_REFINE_TEACH",
+    "DEFAULT_REFINE_RETARGET",
 ]
 
 # who decides a hit: the similarity alone, or the model answering from the hit context
@@ -120,3 +121,10 @@ DEFAULT_DEEPEN_STRATEGY: DeepenStrategy = "cos"
 RefineTeach = Literal["extract", "rewrite", "both"]
 REFINE_TEACH: tuple[str, ...] = ("extract", "rewrite", "both")
 DEFAULT_REFINE_TEACH: RefineTeach = "extract"
+
+# In how many documents a refine job looks for a missed query's answer (Refiner(retarget=)):
+# its own (the fallback's top chunk's document), and, while the sources say nothing, the next
+# documents of the collection's chunk ranking for the query, up to this many in all. 1: the
+# job's document only (the behaviour measured in BENCHMARKS.md's tiered-5 run, where 3 of 11
+# jobs found their document silent on the query).
+DEFAULT_REFINE_RETARGET = 1

@@ -23,6 +23,7 @@ from cos_integrations.cli.common import (
     ModelOpt,
     RejectEchoOpt,
     RequireSupportOpt,
+    RetargetOpt,
     StoreUrlOpt,
     TeachOpt,
     ThresholdOpt,
@@ -39,6 +40,7 @@ from cos_integrations.cli.common import (
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
     DEFAULT_PRESET,
+    DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     DeepenStrategy,
     EmbedderName,
@@ -336,6 +338,7 @@ def refine(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
     teach: TeachOpt = DEFAULT_REFINE_TEACH,
+    retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
     deepen: Annotated[
         int,
         typer.Option(
@@ -365,6 +368,7 @@ def refine(
         if deepen:
             raise typer.BadParameter("--deepen runs in one process: drop --workers")
         args = ["--index", str(index), "--poll", str(poll), "--teach", teach]
+        args += ["--retarget", str(retarget)]
         args += ["--watch"] if watch else []
         for opt, val in [*choice.items(), ("chroma_url", chroma_url)]:
             if val:
@@ -380,7 +384,8 @@ def refine(
     from cos_integrations.summarize.engine import ChainOfSummaries
 
     with open_model(**choice, n_ctx=idx.config.context_tokens, echo=console.print) as llm:
-        refiner = Refiner(idx, ChainOfSummaries(llm, idx.config), teach=teach)  # type: ignore[arg-type]
+        engine = ChainOfSummaries(llm, idx.config)
+        refiner = Refiner(idx, engine, teach=teach, retarget=retarget)  # type: ignore[arg-type]
         failed = 0
         while True:
             failed += _refine_round(refiner, deepen, deepen_strategy)

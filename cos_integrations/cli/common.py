@@ -27,6 +27,7 @@ __all__ = [
     "JudgeOpt",
     "HitContextOpt",
     "TeachOpt",
+    "RetargetOpt",
     "RejectEchoOpt",
     "RequireSupportOpt",
     "VerifyChunkOpt",
@@ -106,6 +107,15 @@ TeachOpt = Annotated[
         help="How a refinement round teaches a summary a missed query: extract (append the "
         "source's sentence that answers it), rewrite (the model rewrites) or both (extract, "
         "then rewrite).",
+    ),
+]
+RetargetOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="In how many documents a refine job looks for a missed query's answer: its "
+        "own, then, while the sources are silent, the next of the collection's chunk "
+        "ranking for the query (1: its own only).",
     ),
 ]
 RejectEchoOpt = Annotated[

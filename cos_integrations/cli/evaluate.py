@@ -19,6 +19,7 @@ from cos_integrations.cli.common import (
     ModelOpt,
     RejectEchoOpt,
     RequireSupportOpt,
+    RetargetOpt,
     TeachOpt,
     ThresholdOpt,
     VerifyChunkOpt,
@@ -29,7 +30,7 @@ from cos_integrations.cli.common import (
     rule_levers,
     setup_logging,
 )
-from cos_integrations.defaults import DEFAULT_REFINE_TEACH, PresetName
+from cos_integrations.defaults import DEFAULT_REFINE_RETARGET, DEFAULT_REFINE_TEACH, PresetName
 from cos_integrations.research.jsonl import existing
 
 __all__ = ["app"]
@@ -192,6 +193,7 @@ def eval_command(
     # the retrieval methods and their hit rule
     refine_from_traffic: RefineFromTrafficOpt = False,
     refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
+    refine_retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
     k: KOpt = 2,
     threshold: ThresholdOpt = None,
     judge: JudgeOpt = None,
@@ -241,6 +243,7 @@ def eval_command(
             deepen=deepen,
             repeat_traffic=repeat_traffic,
             refine_teach=refine_teach,
+            refine_retarget=refine_retarget,
         )
         config = _config(
             preset,

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
+from cos_integrations.defaults import DEFAULT_REFINE_RETARGET, DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.metrics import exact_match, squad_f1
 from cos_integrations.model import ChatModel
 from cos_integrations.research.jsonl import append_jsonl, existing, read_jsonl
@@ -241,6 +241,12 @@ class RetrievalEvalOptions(BaseModel):
         DEFAULT_REFINE_TEACH,
         description="refine_from_traffic: how a round teaches a summary (Refiner(teach=))",
     )
+    refine_retarget: int = Field(
+        DEFAULT_REFINE_RETARGET,
+        ge=1,
+        description="refine_from_traffic: in how many documents of the chunk ranking a "
+        "refine job looks for a query's answer (Refiner(retarget=))",
+    )
     deepen: Literal["cos", "cos-extract"] | None = Field(
         None,
         description="refine_from_traffic: after the refine jobs, run Chain of Summaries rounds "
@@ -381,7 +387,7 @@ def _mark(rows: list[dict[str, Any]], doc_id: str) -> list[dict[str, Any]]:
         if "docs" in r:
             r["right_doc"] = doc_id in r["docs"]
         if r.get("hit"):
-            r["wrong_doc_hit"] = r.get("best_doc") != doc_id
+            r["wrong_doc_hit"] = (r.get("hit_doc") or r.get("best_doc")) != doc_id
     return rows
 
 
@@ -553,6 +559,8 @@ class _Asker:
             context_tokens=context,
             best_score=best.score if best else None,
             best_doc=best.doc_id if best else None,
+            # where a hit went (an answered miss may go past the best summary's document)
+            hit_doc=res.items[0].doc_id if res.hit and res.items else None,
             # the runner-up: a margin rule can be replayed from the records
             second_score=second.score if second else None,
             second_doc=second.doc_id if second else None,
@@ -650,7 +658,8 @@ async def _traffic_step(
     from cos_integrations.serving.refine import Refiner
 
     rec["traffic"] = [await fallback(q, traffic=True) for q in traffic]
-    refiner = Refiner(index, ChainOfSummaries(llm, config), teach=options.refine_teach)
+    engine = ChainOfSummaries(llm, config)
+    refiner = Refiner(index, engine, teach=options.refine_teach, retarget=options.refine_retarget)
     outcomes = await refiner.arun_once()
     rec["refine"] = [
         {"doc_id": o.doc_id, "query": o.query, "status": o.status, "reason": o.reason}

@@ -3,7 +3,10 @@
 One round for a job ``(doc_id, query)`` (three to seven model calls):
 
 1. answer the query from the full source; if the source is silent, close the job as
-   ``not_in_source`` and remember it (the retriever then says "not in source" next time);
+   ``not_in_source`` and remember it (the retriever then says "not in source" next time),
+   and with ``retarget`` > 1 queue the query for the next document of the collection's
+   chunk ranking for it that is not known silent (the fallback's next document), up to
+   ``retarget`` documents;
 2. add the pair to the document's question bank (origin ``miss``, refinement split);
 3. evaluate the current summary on the bank, then teach it the query (``teach``):
    ``"extract"`` appends the source's own sentence that holds the answer and the most of
@@ -34,6 +37,7 @@ from typing import Any
 
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
+    DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     REFINE_TEACH,
     DeepenStrategy,
@@ -79,7 +83,9 @@ class Refiner:
     ``teach``: how a round teaches the summary a missed query: ``"extract"`` appends the
     source's own sentence that answers it (no model-written text), ``"rewrite"`` asks the
     model for a rewrite (then for one sentence stating the answer), ``"both"`` tries the
-    first, then the second; see the module docstring.
+    first, then the second; see the module docstring. ``retarget``: in how many documents
+    of the collection's chunk ranking for a query its answer is looked for, the job's first
+    (1: the job's only).
 
     Example:
         >>> refiner = Refiner(index, ChainOfSummaries(llm), teach="extract")  # doctest: +SKIP
@@ -97,11 +103,15 @@ class Refiner:
         max_attempts: int = 3,
         worker_id: str | None = None,
         teach: RefineTeach = DEFAULT_REFINE_TEACH,
+        retarget: int = DEFAULT_REFINE_RETARGET,
     ) -> None:
         if teach not in REFINE_TEACH:
             raise ValueError(f"teach must be one of {REFINE_TEACH}, not {teach!r}")
+        if retarget < 1:
+            raise ValueError(f"retarget must be at least 1 (the job's document), not {retarget}")
         self.index = index
         self.teach = teach
+        self.retarget = retarget
         self.engine = engine
         self.epsilon = epsilon
         self.lease_seconds = lease_seconds
@@ -262,7 +272,11 @@ class Refiner:
         source = self._source_for(doc.text, job)
         answer = await self._source_answer(source, job.query, run)
         if answer is None:
-            return outcome("not_in_source", "the source does not answer the query", usage=run.usage)
+            why = "the source does not answer the query"
+            queued = await asyncio.to_thread(self._retarget, job)
+            if queued is not None:
+                why += f"; queued for {queued[0]} (job {queued[1]}), next in the chunk ranking"
+            return outcome("not_in_source", why, usage=run.usage)
         pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
         store.add_question(job.doc_id, pair)
         # the missed question first: small models answering many questions in one call
@@ -423,6 +437,23 @@ class Refiner:
             return None
         log.info("refine: appended the source's sentence %r", sentence)
         return candidate, ev
+
+    def _retarget(self, job: RefineJob) -> tuple[str, int] | None:
+        """A job whose document's source is silent: queue its query for the next document
+        of the collection's chunk ranking for it (among the first :attr:`retarget`) that is
+        not known silent on it; that document and the job id, or ``None`` (retarget 1, no
+        such document, or another document's source already answered the query)."""
+        store = self.index.store
+        if self.retarget <= 1 or store.answered_miss(job.query) is not None:
+            return None
+        hits = self.index.search_chunks(job.query, 4 * self.retarget)
+        for doc_id in list(dict.fromkeys(h.doc_id for h in hits))[: self.retarget]:
+            if doc_id == job.doc_id or store.not_in_source(doc_id, job.query):
+                continue
+            job_id = store.enqueue(doc_id, job.query)
+            if job_id is not None:
+                return doc_id, job_id
+        return None
 
     def _source_for(self, text: str, job: RefineJob) -> str:
         """The full source, or its best chunks when it does not fit the context."""

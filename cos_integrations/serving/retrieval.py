@@ -56,6 +56,7 @@ from cos_integrations.defaults import (
     HitContext,
     RefineTeach,
 )
+from cos_integrations.ingest import flatten_metadata
 from cos_integrations.metrics import is_unanswered
 from cos_integrations.model import ChatModel
 from cos_integrations.serving.hit_rule import (
@@ -64,6 +65,7 @@ from cos_integrations.serving.hit_rule import (
     apply_legacy,
     focus_sentences,
     is_grounded,
+    supporting_sentence,
 )
 from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.summarize.config import CoSConfig
@@ -398,13 +400,16 @@ class FallbackRetriever:
     ) -> Decision | None:
         """A query that missed before and whose answer a refine job then found in a
         document's source (``rule.answered_misses``, judge ``"llm"``): that document's
-        summary and best chunk, cut to the query like any hit context, past the threshold
-        and the routing check; ``None`` otherwise (the usual route decides)."""
+        sentence that holds the answer (the refine job's evidence, found again in the stored
+        source) in front of its summary and best chunk cut to the query like any hit
+        context, past the threshold and the routing check; ``None`` otherwise (the usual
+        route decides)."""
         if not (rule.answered_misses and rule.judge == "llm"):
             return None
-        doc_id = await offload(self.index.store.answered_miss, query)
-        if doc_id is None:
+        found = await offload(self.index.store.answered_miss, query)
+        if found is None:
             return None
+        doc_id, answers = found
         best = next((c for c in candidates if c.doc_id == doc_id), None)
         if best is None:
             best = await offload(self.index.summary_hit, doc_id, embedding)
@@ -412,8 +417,30 @@ class FallbackRetriever:
             return None
         decision = Decision(doc_id=doc_id)
         await self._build_context(query, decision, [best], embedding, rule)
+        evidence = await offload(self._evidence, query, doc_id, answers, best.score)
+        if evidence is not None:
+            decision.context = [evidence, *(h for h in decision.context if h.text != evidence.text)]
+            decision.full = [evidence, *decision.full]
         decision.checks["answered_miss"] = True
+        decision.checks["evidence"] = evidence is not None
         return decision if decision.context else None
+
+    def _evidence(
+        self, query: str, doc_id: str, answers: list[str], score: float
+    ) -> SearchHit | None:
+        """The sentence of ``doc_id``'s stored source that holds one of ``answers`` and the
+        most of the query's key words (what an extractive refinement appends), as a source
+        chunk of that document; ``None`` when the source no longer says it."""
+        doc = self.index.store.get_document(doc_id)
+        if doc is None:
+            return None
+        where = {"doc_id": doc_id, "source": doc.source, "title": doc.title}
+        for answer in answers:
+            sentence = supporting_sentence(answer, query, doc.text, min_overlap=0.0)
+            if sentence:
+                meta = flatten_metadata(where) | {"cos_kind": "chunk", "cos_evidence": True}
+                return SearchHit(f"{doc_id}::evidence", doc_id, sentence, score, meta, "chunk")
+        return None
 
     async def _route(
         self,

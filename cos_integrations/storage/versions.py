@@ -310,18 +310,20 @@ class SummaryVersions(StorePart):
             QAPair(question=r[0], answers=json.loads(r[1]), split=r[2], origin=r[3]) for r in rows
         ]
 
-    def answered_miss(self, query: str) -> str | None:
+    def answered_miss(self, query: str) -> tuple[str, list[str]] | None:
         """The document whose source a refine job found answering ``query`` when it missed
-        (the query in its bank with origin ``miss``; the latest such document), or ``None``."""
+        (the query in its bank with origin ``miss``; the latest such document) and the
+        answers it found there, or ``None``."""
         row = (
             self._conn()
             .execute(
-                "SELECT doc_id FROM questions WHERE norm=? AND origin='miss' ORDER BY id DESC",
+                "SELECT doc_id, answers FROM questions WHERE norm=? AND origin='miss'"
+                " ORDER BY id DESC",
                 (normalize_answer(query.strip()),),
             )
             .fetchone()
         )
-        return str(row[0]) if row else None
+        return (str(row[0]), list(json.loads(row[1]))) if row else None
 
     def add_question(self, doc_id: str, pair: QAPair) -> bool:
         with self._tx() as tx:

@@ -133,10 +133,15 @@ def test_a_miss_whose_source_answered_it_hits_when_asked_again(filled):
     assert not ret.retrieve(q).hit  # no job has run yet
     assert index.store.answered_miss(q) is None
     assert [o.status for o in Refiner(index, engine).run_once()] == ["published"]
-    assert index.store.answered_miss("  what is the PARKING item 7 ") == "parking"  # normalised
+    found = index.store.answered_miss("  what is the PARKING item 7 ")  # normalised
+    assert found == ("parking", ["value 7h"])
     again = ret.retrieve(q)
     assert again.hit and again.answer == "value 7h" and again.checks["answered_miss"]
-    assert [h.doc_id for h in again.items] == ["parking"]
+    # the source's answering sentence in front of the summary that now holds it too
+    assert [(h.doc_id, h.kind) for h in again.items] == [
+        ("parking", "chunk"),
+        ("parking", "summary"),
+    ]
     assert index.store.event_counts()["hit"] == 1
     assert not ret.retrieve("What is the parking item 6?").hit  # never asked: the usual route
     off = UNREACHABLE.model_copy(update={"answered_misses": False})
@@ -162,6 +167,54 @@ def test_an_answered_miss_still_needs_the_judge(filled):
     r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
     assert not r.hit and r.checks.get("answered_miss") and r.judge_answer is not None
     assert r.items and r.items[0].kind == "chunk"  # the usual fallback answers it
+
+
+def test_an_answered_miss_reads_the_sentence_its_source_answered_with(filled):
+    """The repeat's context holds the source sentence that answered the miss (found again
+    in the stored text) even when no teaching put it in the summary: the judge reads it."""
+    from cos_integrations.summarize.questions import QAPair
+
+    index, _, model = filled
+    q = "Tell me: What is the garden item 6?"  # not a bank question already
+    assert "value 6g" not in index.store.current_summary("garden").text
+    pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
+    index.store.add_question("garden", pair)  # a refine job found it; its teaching was rejected
+    r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
+    assert r.hit and r.answer == "value 6g" and r.checks["evidence"]
+    evidence = r.items[0]
+    assert evidence.kind == "chunk" and evidence.metadata["cos_evidence"] is True
+    assert evidence.doc_id == "garden" and evidence.text == "The garden item 6 is value 6g."
+    assert "value 6g" not in "".join(h.text for h in r.items[1:])
+    # the source no longer says it (the answer recorded is not in it): no evidence, a miss
+    pair = QAPair(question="Say: What is the lease item 5?", answers=["value 9z"], origin="miss")
+    index.store.add_question("lease", pair)
+    gone = retriever(index, model, rule=UNREACHABLE).retrieve(pair.question)
+    assert not gone.hit and gone.checks["evidence"] is False
+
+
+def test_a_silent_source_sends_the_job_to_the_next_document(filled):
+    """retarget: a job sent to a document whose source is silent goes on to the next
+    document of the collection's chunk ranking for the query, in the same pass."""
+    index, engine, model = filled
+    q = "Tell me: What is the garden item 6?"  # not a bank question already
+    assert index.store.enqueue("lease", q) is not None  # the fallback's top chunk was lease's
+    assert [o.status for o in Refiner(index, engine).run_once()] == ["not_in_source"]
+    assert index.store.answered_miss(q) is None  # retarget=1 (the default): lease only
+    index.store.enqueue("parking", q)
+    first, second = Refiner(index, engine, retarget=3).run_once()
+    assert (first.doc_id, first.status) == ("parking", "not_in_source")
+    assert "queued for garden" in first.reason
+    assert (second.doc_id, second.status, second.answer) == ("garden", "published", "value 6g")
+    assert index.store.answered_miss(q) == ("garden", ["value 6g"])
+    # asked nowhere in the sources: every document of the ranking is tried once, then it stops
+    nowhere = "Tell me: What is the garden item 99?"
+    index.store.enqueue("garden", nowhere)
+    outcomes = Refiner(index, engine, retarget=3).run_once()
+    assert sorted(o.doc_id for o in outcomes) == sorted(TOPICS)
+    assert {o.status for o in outcomes} == {"not_in_source"}
+    assert all(index.store.not_in_source(t, nowhere) for t in TOPICS)
+    with pytest.raises(ValueError, match="retarget"):
+        Refiner(index, engine, retarget=0)
 
 
 def test_not_in_source_is_remembered(filled):
