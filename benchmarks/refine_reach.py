@@ -43,6 +43,8 @@ def _why(row: dict, threshold: float) -> str:
     checks = row.get("checks") or {}
     if row["hit"]:
         return "hit"
+    if checks.get("answered_miss"):  # past the threshold and the routing: the judge decided
+        return "answer not in context" if not checks.get("in_context") else "not supported"
     if row["best_score"] < threshold:
         return "below threshold"
     if checks.get("routed") is False:
@@ -152,10 +154,13 @@ def repeated(rows: list[dict]) -> None:
     rows = [r for r in rows if r.get("traffic_again")]
     if not rows:
         return
-    print("| question | refined (document: outcome) | asked again | paraphrase |")
-    print("|---|---|---|---|")
+    print(
+        "| question | refined (document: outcome) | asked again | F1 miss -> again | paraphrase |"
+    )
+    print("|---|---|---|---|---|")
     again: Counter = Counter()
     said: Counter = Counter()
+    hits: list[tuple[float, float]] = []  # (F1 as the miss, F1 as the hit) of repeats that hit
     for r in rows:
         jobs: dict[str, list[dict]] = {}
         for j in r.get("refine", []):  # a retargeted job is followed by the next document's
@@ -172,8 +177,16 @@ def repeated(rows: list[dict]) -> None:
             why_a, why_p = _why(a, r["threshold"]), _why(p, r["threshold"])
             again[why_a] += 1
             said[why_p] += 1
-            print(f"| {b['question'][:60]} | {where} | {why_a} | {why_p} |")
-    print(f"\nAsked again: {dict(again)}; paraphrased: {dict(said)}.\n")
+            if a["hit"]:
+                hits.append((b["f1"], a["f1"]))
+            f1 = f"{b['f1']:.2f} -> {a['f1']:.2f}"
+            print(f"| {b['question'][:60]} | {where} | {why_a} | {f1} | {why_p} |")
+    print(f"\nAsked again: {dict(again)}; paraphrased: {dict(said)}.")
+    if hits:
+        before = sum(h[0] for h in hits) / len(hits)
+        after = sum(h[1] for h in hits) / len(hits)
+        print(f"Repeats that hit: {len(hits)}, F1 {before:.3f} as misses -> {after:.3f} as hits.")
+    print()
 
 
 REASONS = (
