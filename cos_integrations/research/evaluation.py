@@ -24,7 +24,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from cos_integrations.defaults import DEFAULT_REFINE_RETARGET, DEFAULT_REFINE_TEACH, RefineTeach
+from cos_integrations.defaults import (
+    DEFAULT_ANSWERED_MISSES,
+    DEFAULT_REFINE_RETARGET,
+    DEFAULT_REFINE_TEACH,
+    RefineTeach,
+)
 from cos_integrations.metrics import exact_match, squad_f1
 from cos_integrations.model import ChatModel
 from cos_integrations.research.jsonl import append_jsonl, existing, read_jsonl
@@ -1013,6 +1018,34 @@ async def run_eval(
     return result
 
 
+# Options added after runs were recorded: a signature leaves each out while it holds its
+# default, so a record written before it existed (or after, at its default) still resumes,
+# and its index directory keeps its name.
+_LATER_OPTIONS: dict[tuple[str, ...], Any] = {
+    ("retrieval", "rule", "answered_misses"): DEFAULT_ANSWERED_MISSES,
+    ("retrieval", "refine_retarget"): DEFAULT_REFINE_RETARGET,
+}
+
+
+def _comparable(signature: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of ``signature`` without the later options that hold their default.
+
+    Example:
+        >>> _comparable({"retrieval": {"k": 2, "refine_retarget": 1}})
+        {'retrieval': {'k': 2}}
+    """
+    if not signature:
+        return signature
+    sig = json.loads(json.dumps(signature))
+    for (*parents, leaf), default in _LATER_OPTIONS.items():
+        node: Any = sig
+        for key in parents:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and leaf in node and node[leaf] == default:
+            del node[leaf]
+    return sig
+
+
 class _RunLog:
     """A run's records by ``(doc_id, method)``: read back from ``OUT.docs.jsonl`` when their
     signature matches (the model and config; for the retrieval methods also how they ran),
@@ -1031,13 +1064,14 @@ class _RunLog:
         self.partial = out.with_suffix(out.suffix + ".docs.jsonl")
         self.signature = {"model": model_name, "config_hash": config.config_hash()}
         # the retrieval methods' figures depend on how they were run, and on the summaries
-        self.r_signature = {**self.signature, "retrieval": retrieval.model_dump(mode="json")}
+        r_signature = {**self.signature, "retrieval": retrieval.model_dump(mode="json")}
         if refine_from_traffic:
-            self.r_signature["refine_from_traffic"] = True
+            r_signature["refine_from_traffic"] = True
+        self.r_signature = _comparable(r_signature) or r_signature
         self.done: dict[tuple[str, str], dict] = {}
         self.errors: list[dict[str, str]] = []
         for rec in read_jsonl(self.partial):
-            if rec.get("signature") == self._signature_of(rec["method"]):
+            if _comparable(rec.get("signature")) == self._signature_of(rec["method"]):
                 self.done[(rec["doc_id"], rec["method"])] = rec
 
     def _signature_of(self, method: str) -> dict:
