@@ -192,6 +192,30 @@ def test_an_answered_miss_reads_the_sentence_its_source_answered_with(filled):
     assert not gone.hit and gone.checks["evidence"] is False
 
 
+def test_an_answered_miss_agreeing_with_its_source_answer_needs_no_support_sentence(filled):
+    """A repeat in other words than its evidence sentence (no sentence holds half of its key
+    words): the judge's answer agreeing with the one the refine job found stands in for the
+    support check; a query that never missed still needs it."""
+    from cos_integrations.summarize.questions import QAPair
+
+    index, _, model = filled
+    rule = UNREACHABLE.model_copy(update={"require_support": True})
+    q = "Tell me quickly please, for the records: What is the garden item 6?"
+    first = retriever(index, model, rule=rule.model_copy(update={"threshold": 0.0})).retrieve(q)
+    assert first.judge_answer is None or not first.hit  # the usual route: no support
+    pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
+    index.store.add_question("garden", pair)
+    r = retriever(index, model, rule=rule).retrieve(q)
+    assert r.hit and r.answer == "value 6g"
+    assert r.checks["supported"] is False and r.checks["agrees"] is True
+    # the same answer recorded as something else: no agreement, the support check decides
+    other = "Tell me quickly please, for the files: What is the garden item 6?"
+    wrong = QAPair(question=other, answers=["value 5f"], split="train", origin="miss")
+    index.store.add_question("garden", wrong)
+    r = retriever(index, model, rule=rule).retrieve(other)
+    assert not r.hit and r.checks["agrees"] is False
+
+
 def test_a_silent_source_sends_the_job_to_the_next_document(filled):
     """retarget: a job sent to a document whose source is silent goes on to the next
     document of the collection's chunk ranking for the query, in the same pass."""
