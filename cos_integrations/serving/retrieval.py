@@ -162,7 +162,10 @@ class RetrievalResult:
     ``in_context``, ``not_echo``,
     ``supported``, ``in_chunk``, and ``in_source``, reported only: the answer occurs
     anywhere in the stored source, which ``in_chunk`` implies), so a caller can see why a
-    query missed.
+    query missed. A repeat of an answered miss (``HitRule.answered_misses``) adds
+    ``answered_miss``, ``evidence`` (the source sentence holding the refine job's answer
+    was found and read first) and ``agrees`` (the judge's answer is the job's; it then
+    stands in for ``supported``).
     ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk vectors) or
     ``"stored text"`` (no chunk vectors: the candidates' stored full text, chunked and
     ranked on the fly).
