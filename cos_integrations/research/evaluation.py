@@ -25,7 +25,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cos_integrations.defaults import (
-    DEFAULT_ANSWERED_MISSES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     RefineTeach,
@@ -1018,30 +1017,35 @@ async def run_eval(
     return result
 
 
-# Options added after runs were recorded: a signature leaves each out while it holds its
-# default, so a record written before it existed (or after, at its default) still resumes,
-# and its index directory keeps its name.
+# Options added after runs were recorded, with the value every run had before they
+# existed. Both act only on refinement from traffic (an answered miss needs a bank row a
+# refine job wrote; retarget is a refine job's), so a signature leaves them out of a run
+# without it, and out of one with it while they hold that old value: the records of before
+# still resume, whatever the defaults become.
 _LATER_OPTIONS: dict[tuple[str, ...], Any] = {
-    ("retrieval", "rule", "answered_misses"): DEFAULT_ANSWERED_MISSES,
-    ("retrieval", "refine_retarget"): DEFAULT_REFINE_RETARGET,
+    ("retrieval", "rule", "answered_misses"): False,
+    ("retrieval", "refine_retarget"): 1,
 }
 
 
 def _comparable(signature: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A copy of ``signature`` without the later options that hold their default.
+    """A copy of ``signature`` without the later options that cannot have changed its run.
 
     Example:
-        >>> _comparable({"retrieval": {"k": 2, "refine_retarget": 1}})
+        >>> _comparable({"retrieval": {"k": 2, "refine_retarget": 3}})
         {'retrieval': {'k': 2}}
+        >>> _comparable({"retrieval": {"refine_retarget": 3}, "refine_from_traffic": True})
+        {'retrieval': {'refine_retarget': 3}, 'refine_from_traffic': True}
     """
     if not signature:
         return signature
     sig = json.loads(json.dumps(signature))
-    for (*parents, leaf), default in _LATER_OPTIONS.items():
+    traffic = bool(sig.get("refine_from_traffic"))
+    for (*parents, leaf), before in _LATER_OPTIONS.items():
         node: Any = sig
         for key in parents:
             node = node.get(key) if isinstance(node, dict) else None
-        if isinstance(node, dict) and leaf in node and node[leaf] == default:
+        if isinstance(node, dict) and leaf in node and (not traffic or node[leaf] == before):
             del node[leaf]
     return sig
 

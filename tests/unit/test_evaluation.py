@@ -334,32 +334,40 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
 
 
 def test_records_of_before_an_option_existed_still_resume(tmp_path):
-    """An option added later (answered_misses, refine_retarget) at its default is left out
-    of a run's signature: records written before it existed are reused, not recomputed; a
-    run that sets it to something else starts afresh."""
+    """The options added later for refinement from traffic (answered_misses,
+    refine_retarget) are left out of a run's signature while they cannot have changed it:
+    records written before they existed are reused, not recomputed; a refine-from-traffic
+    run that sets one starts afresh, a run without refinement does not."""
     from cos_integrations.research.evaluation import RetrievalEvalOptions
 
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     model = ScriptedFakeModel(thesis_facts=2)
-    opts = RetrievalEvalOptions(summary_method="zero-shot", test_half=True)
+    opts = RetrievalEvalOptions(summary_method="zero-shot")
     kw = dict(config=CoSConfig(iterations=0, train_questions=2, val_questions=1))
-    kw |= dict(model_name="fake", dataset="d", methods=["rag"], out=tmp_path / "r.json")
-    asyncio.run(run_eval(model, docs, retrieval=opts, **kw))
-    records = tmp_path / "r.json.docs.jsonl"
-    old = []
-    for line in records.read_text().splitlines():
-        rec = json.loads(line)
-        if "retrieval" in rec["signature"]:
-            assert "refine_retarget" not in rec["signature"]["retrieval"]
-            rec["signature"]["retrieval"]["rule"]["answered_misses"] = False  # written at 0.2
-        old.append(json.dumps(rec))
-    records.write_text("\n".join(old) + "\n")
-    calls = len(model.calls)
-    asyncio.run(run_eval(model, docs, retrieval=opts, **kw))
-    assert len(model.calls) == calls  # resumed
-    other = opts.model_copy(update={"refine_retarget": 2})
-    asyncio.run(run_eval(model, docs, retrieval=other, **kw))
-    assert len(model.calls) > calls  # another run: its rows are asked again
+    kw |= dict(model_name="fake", dataset="d", methods=["fallback"])
+
+    def run(out, retrieval, traffic):
+        asyncio.run(
+            run_eval(model, docs, retrieval=retrieval, out=out, refine_from_traffic=traffic, **kw)
+        )
+
+    for out, traffic in ((tmp_path / "plain.json", False), (tmp_path / "traffic.json", True)):
+        run(out, opts, traffic)
+        records = out.with_name(out.name + ".docs.jsonl")
+        old = []
+        for line in records.read_text().splitlines():  # as written before the options existed
+            rec = json.loads(line)
+            if "retrieval" in rec["signature"]:
+                assert "refine_retarget" not in rec["signature"]["retrieval"]
+                rec["signature"]["retrieval"]["rule"].pop("answered_misses", None)
+            old.append(json.dumps(rec))
+        records.write_text("\n".join(old) + "\n")
+        calls = len(model.calls)
+        run(out, opts, traffic)
+        assert len(model.calls) == calls  # resumed
+        other = opts.model_copy(update={"refine_retarget": 2})
+        run(out, other, traffic)
+        assert (len(model.calls) > calls) == traffic  # refinement's runs start afresh
 
 
 def test_summaries_from_a_recorded_run_must_cover_every_document(tmp_path):
