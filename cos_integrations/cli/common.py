@@ -163,7 +163,7 @@ AnsweredMissesOpt = Annotated[
     typer.Option(
         "--answered-misses/--no-answered-misses",
         help="A repeat of a miss whose answer refinement found in a document's source goes "
-        "to that document, past the threshold and routing (--judge llm; default: off).",
+        "to that document, past the threshold and routing (--judge llm; default: the rule's, on).",
         show_default=False,
         rich_help_panel=HIT_RULE,
     ),

@@ -189,10 +189,10 @@ def test_the_cli_levers_reach_every_rule_field_they_name():
     from cos_integrations.cli.common import rule_levers
 
     rule = HitRule(judge="llm")
-    levers = rule_levers(None, 0.9, None, None, None, None, None, True)
+    levers = rule_levers(None, 0.9, None, None, None, None, None, False)
     changed = rule.with_options(**levers)
-    assert changed.answered_misses is True and changed.threshold == 0.9
+    assert changed.answered_misses is False and changed.threshold == 0.9
     assert changed.judge == "llm" and changed.verify_route is rule.verify_route
     assert set(levers) <= set(HIT_RULE_FIELDS)
     kept = rule.with_options(**rule_levers(None, None, None, None, None, None, None))
-    assert kept == rule and kept.answered_misses is False
+    assert kept == rule and kept.answered_misses is True  # the default
