@@ -77,6 +77,11 @@ DEFAULT_VERIFY_ROUTE: bool | None = None
 # it off; the unseen test questions unchanged. Without the sentence and the agreement
 # (tiered-5-answered) it made 1 hit, a wrong one.
 DEFAULT_ANSWERED_MISSES = True
+# HitRule.answered_miss_similarity: a query whose vector is at least this close (cosine) to
+# an answered miss's question takes that miss's route too, and hits only when the judge's
+# answer agrees with the one the refine job found (else the usual route decides). None:
+# exact repeats only (measured default until a run says otherwise).
+DEFAULT_ANSWERED_MISS_SIMILARITY: float | None = None
 
 # A calibrated threshold (CoSIndex.calibrate_threshold) is this quantile of the known
 # questions' similarity to their own summary: on the 30 SQuAD chunks' traffic questions

@@ -21,6 +21,7 @@ from cos_integrations.cli.common import (
     JudgeOpt,
     LocalOpt,
     ModelOpt,
+    ParaphraseOpt,
     RejectEchoOpt,
     RequireSupportOpt,
     RetargetOpt,
@@ -261,6 +262,7 @@ def query(
     verify_chunk: VerifyChunkOpt = None,
     verify_route: VerifyRouteOpt = None,
     answered_misses: AnsweredMissesOpt = None,
+    answered_miss_similarity: ParaphraseOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -278,7 +280,8 @@ def query(
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     judge = judge or ("llm" if answer else "score")
     levers = (judge, threshold, hit_context, reject_echo, require_support, verify_chunk)
-    rule = idx.hit_rule.with_options(**rule_levers(*levers, verify_route, answered_misses))
+    answered = (answered_misses, answered_miss_similarity)
+    rule = idx.hit_rule.with_options(**rule_levers(*levers, verify_route, *answered))
     needs_model = answer or rule.judge == "llm"
 
     def show(llm) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "VerifyChunkOpt",
     "VerifyRouteOpt",
     "AnsweredMissesOpt",
+    "ParaphraseOpt",
     "rule_levers",
     "setup_logging",
     "make_embedder",
@@ -169,6 +170,20 @@ AnsweredMissesOpt = Annotated[
     ),
 ]
 
+ParaphraseOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--answered-miss-similarity",
+        min=0.0,
+        max=1.0,
+        help="With --answered-misses, a query at least this close (cosine) to an answered "
+        "miss's question takes its route too; it hits only when the judge's answer agrees "
+        "with the one refinement found (default: the rule's, exact repeats only).",
+        show_default=False,
+        rich_help_panel=HIT_RULE,
+    ),
+]
+
 
 def setup_logging(verbose: bool) -> None:
     """INFO with ``-v``, WARNING otherwise; HTTP and Chroma loggers stay at WARNING."""
@@ -233,6 +248,7 @@ def rule_levers(
     verify_chunk: bool | None,
     verify_route: bool | None,
     answered_misses: bool | None = None,
+    answered_miss_similarity: float | None = None,
 ) -> dict[str, Any]:
     """The hit-rule options of ``cos query`` and ``cos eval`` as ``HitRule`` fields, for
     ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value)."""
@@ -245,4 +261,5 @@ def rule_levers(
         "verify_chunk": verify_chunk,
         "verify_route": verify_route,
         "answered_misses": answered_misses,
+        "answered_miss_similarity": answered_miss_similarity,
     }

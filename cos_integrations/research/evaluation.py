@@ -1024,6 +1024,7 @@ async def run_eval(
 # still resume, whatever the defaults become.
 _LATER_OPTIONS: dict[tuple[str, ...], Any] = {
     ("retrieval", "rule", "answered_misses"): False,
+    ("retrieval", "rule", "answered_miss_similarity"): None,
     ("retrieval", "refine_retarget"): 1,
 }
 

@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cos_integrations.defaults import (
     CALIBRATION_QUANTILE,
+    DEFAULT_ANSWERED_MISS_SIMILARITY,
     DEFAULT_ANSWERED_MISSES,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REJECT_ECHO,
@@ -58,6 +60,7 @@ from cos_integrations.text import split_sentences
 # the answer checks (they lived in metrics.py until 0.1, which still lends their names)
 EVIDENCE: tuple[str, ...] = (
     "is_grounded",
+    "answers_agree",
     "echoes_question",
     "is_supported",
     "supporting_sentence",
@@ -133,6 +136,15 @@ class HitRule(BaseModel):
         description="a query that missed before and whose answer a refine job then found in "
         "a document's source goes to that document, past the threshold and the routing "
         'check (the judge and its checks still decide; judge "llm" only)',
+    )
+    answered_miss_similarity: float | None = Field(
+        DEFAULT_ANSWERED_MISS_SIMILARITY,
+        ge=0.0,
+        le=1.0,
+        description="with answered_misses, a query this close (cosine) to an answered "
+        "miss's question takes its route too (a paraphrase); it hits only when the judge's "
+        "answer agrees with the refine job's, else the usual route decides. None: exact "
+        "repeats only",
     )
     focus_sentences: int = Field(
         FOCUS_SENTENCES,
@@ -271,20 +283,72 @@ _STOP = {
 }
 
 
+# number words and the numerals they are: a model answers "4" where the source says "four"
+# ("one" left out: mostly a pronoun, "no one", "one of them")
+_NUMERALS = {
+    word: str(n)
+    for n, word in enumerate(
+        "zero _ two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+    if word != "_"
+} | {
+    word: str(10 * n)
+    for n, word in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)
+}
+
+
 def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> bool:
     """True when the answer's content words occur in ``context``: every number, and at
     least ``min_share`` of the other words. Small models answer from unrelated text with
-    confidence; an answer that is not in what it was drawn from is not a cache hit."""
+    confidence; an answer that is not in what it was drawn from is not a cache hit. A
+    number word and its numeral are the same word ("four", "4").
+
+    Example:
+        >>> is_grounded("4", "Josh Norman had four interceptions."), is_grounded("5", "four")
+        (True, False)
+    """
     if answer is None or is_unanswered(answer):
         return False
-    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
+    words = [_NUMERALS.get(w, w) for w in normalize_answer(answer).split() if w not in _STOP]
     if not words:
         return True
-    have = set(normalize_answer(context).split())
+    have = {_NUMERALS.get(w, w) for w in normalize_answer(context).split()}
     numbers = [w for w in words if any(c.isdigit() for c in w)]
     if any(n not in have for n in numbers):
         return False
     return sum(w in have for w in words) / len(words) >= min_share
+
+
+def answers_agree(answer: str | None, others: Sequence[str], *, min_f1: float = 0.5) -> bool:
+    """True when ``answer`` says what one of ``others`` says: token F1 at least ``min_f1``
+    (number words read as numerals) and the same numbers ("4" and "four interceptions"
+    agree; "value 1b" and "value 6g", one shared word, do not).
+
+    Example:
+        >>> answers_agree("4", ["four interceptions"]), answers_agree("17", ["4 interceptions"])
+        (True, False)
+    """
+    if answer is None or is_unanswered(answer):
+        return False
+    mine = _numeral_words(answer)
+    for other in others:
+        theirs = _numeral_words(other)
+        same = sum((Counter(mine) & Counter(theirs)).values())
+        if not same or _digits(mine) != _digits(theirs):
+            continue
+        precision, recall = same / len(mine), same / len(theirs)
+        if 2 * precision * recall / (precision + recall) >= min_f1:
+            return True
+    return False
+
+
+def _numeral_words(text: str) -> list[str]:
+    return [_NUMERALS.get(w, w) for w in normalize_answer(text).split()]
+
+
+def _digits(words: list[str]) -> set[str]:
+    return {w for w in words if any(c.isdigit() for c in w)}
 
 
 def echoes_question(answer: str | None, question: str) -> bool:

@@ -61,6 +61,11 @@ __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
 log = logging.getLogger(__name__)
 
 
+# a source's "answer" that names nobody ("Who had the most rushing yards?" "No one"): a
+# document that does not say it, not a fact to teach (a small model's way of declining)
+_NO_ONE = {"no one", "nobody", "noone", "none of them"}
+
+
 @dataclass
 class RefineOutcome:
     """What happened to one job."""
@@ -320,6 +325,8 @@ class Refiner:
         except ParseError:
             answer = raw.strip() or None
         if answer is None or is_unanswered(answer) or not is_grounded(answer, source):
+            return None
+        if normalize_answer(answer) in _NO_ONE:  # the source names no one: it is silent
             return None
         return answer
 

@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cos_integrations.defaults import (
     DEFAULT_HIT_CONTEXT,
@@ -57,11 +58,12 @@ from cos_integrations.defaults import (
     RefineTeach,
 )
 from cos_integrations.ingest import flatten_metadata
-from cos_integrations.metrics import is_unanswered, squad_f1
+from cos_integrations.metrics import is_unanswered, normalize_answer
 from cos_integrations.model import ChatModel
 from cos_integrations.serving.hit_rule import (
     HitRule,
     Judge,
+    answers_agree,
     apply_legacy,
     focus_sentences,
     is_grounded,
@@ -104,7 +106,8 @@ log = logging.getLogger(__name__)
 RefineMode = Literal["queue", "background", "off"]
 
 # An answered miss's judge answer "agrees" with the refine job's when their token F1 is at
-# least this (e.g. "4" against "4 interceptions": 0.67)
+# least this (e.g. "4" against "4 interceptions": 0.67) and they hold the same numbers
+# (:func:`~cos_integrations.serving.hit_rule.answers_agree`)
 AGREEMENT_F1 = 0.5
 
 
@@ -289,6 +292,45 @@ class Decision:
     judge_tokens: int = 0
 
 
+class _NearMisses:
+    """The answered misses' questions (:meth:`SummaryStore.answered_misses`) as unit query
+    vectors, read from the store as new ones come and embedded once each: the nearest to a
+    query's vector, for ``HitRule.answered_miss_similarity``."""
+
+    def __init__(self, index: CoSIndex) -> None:
+        self.index = index
+        self.last = 0  # the newest store row read
+        self.keys: list[str] = []  # questions' keys, in the matrix's row order
+        self.found: dict[str, tuple[str, list[str]]] = {}  # key -> (document, answers)
+        self.matrix: Any = None
+        self.lock = threading.Lock()
+
+    def nearest(self, embedding: list[float], at_least: float) -> tuple[str, list[str]] | None:
+        """The document and answers of the answered miss whose question is closest to
+        ``embedding``, when its cosine similarity is at least ``at_least``; else ``None``."""
+        import numpy as np
+
+        with self.lock:
+            added = []
+            for row_id, question, doc_id, answers in self.index.store.answered_misses(self.last):
+                key = normalize_answer(question)
+                if key not in self.found:
+                    self.keys.append(key)
+                    added.append(self.index.embedder.embed_query(question))
+                self.found[key] = (doc_id, answers)  # the latest row of a question wins
+                self.last = row_id
+            if added:
+                rows = np.asarray(added, dtype=np.float32)
+                rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+                self.matrix = rows if self.matrix is None else np.vstack([self.matrix, rows])
+            if self.matrix is None:
+                return None
+            query = np.asarray(embedding, dtype=np.float32)
+            scores = self.matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
+            best = int(np.argmax(scores))
+            return self.found[self.keys[best]] if scores[best] >= at_least else None
+
+
 class FallbackRetriever:
     """Summaries first, full text on a miss, and a refine job for every miss.
 
@@ -345,6 +387,7 @@ class FallbackRetriever:
         self.hits = 0
         self.misses = 0
         self._background: BackgroundRefiner | None = None
+        self._near_misses = _NearMisses(index)
         self._rule: HitRule | None = None
         self.rule = rule
 
@@ -387,14 +430,21 @@ class FallbackRetriever:
         embedding, candidates = await offload(self._search, query, k)
         if not candidates:
             return RetrievalResult(query, False, [], "empty index")
+        spent = Usage()
         decision = await self._answered_miss(query, candidates, embedding, rule)
+        if decision is not None:
+            await self._judge(query, decision, embedding, llm or self.llm, rule)
+            if not decision.hit and decision.checks.get("paraphrase"):
+                # a paraphrase match the judge did not confirm: the usual route decides
+                spent, decision = decision.usage, None
         if decision is None:
             decision = await self._route(query, candidates, embedding, k, rule)
             if not decision.reason:
                 relevant = [c for c in candidates if c.score >= self.threshold]
                 await self._build_context(query, decision, relevant, embedding, rule)
-        if decision.context:
-            await self._judge(query, decision, embedding, llm or self.llm, rule)
+            if decision.context:
+                await self._judge(query, decision, embedding, llm or self.llm, rule)
+        decision.usage.add(spent)
         if decision.hit:
             return await self._hit(query, candidates, decision, rule)
         return await self._miss(query, k, candidates, embedding, decision)
@@ -416,6 +466,11 @@ class FallbackRetriever:
         if not (rule.answered_misses and rule.judge == "llm"):
             return None
         found = await offload(self.index.store.answered_miss, query)
+        paraphrase = found is None and rule.answered_miss_similarity is not None
+        if paraphrase:
+            found = await offload(
+                self._near_misses.nearest, embedding, rule.answered_miss_similarity
+            )
         if found is None:
             return None
         doc_id, answers = found
@@ -432,6 +487,8 @@ class FallbackRetriever:
             decision.full = [evidence, *decision.full]
         decision.checks["answered_miss"] = True
         decision.checks["evidence"] = evidence is not None
+        if paraphrase:
+            decision.checks["paraphrase"] = True
         return decision if decision.context else None
 
     def _evidence(
@@ -540,10 +597,14 @@ class FallbackRetriever:
         if decision.known_answers:
             # an answered miss: the judge's answer agreeing with the one the refine job found
             # in the full source stands in for the support sentence (two reads, one answer)
-            agreement = squad_f1(decision.judge_answer or "", decision.known_answers)
-            decision.checks["agrees"] = agreement >= AGREEMENT_F1
+            agrees = answers_agree(
+                decision.judge_answer, decision.known_answers, min_f1=AGREEMENT_F1
+            )
+            decision.checks["agrees"] = agrees
             if decision.checks["agrees"]:
                 failed = [name for name in failed if name != "supported"]
+            elif decision.checks.get("paraphrase"):
+                failed.append("agrees")  # another question may be this close: its answer decides
         decision.hit = not failed
         decision.reason = (
             "summaries answer the query"

@@ -325,6 +325,21 @@ class SummaryVersions(StorePart):
         )
         return (str(row[0]), list(json.loads(row[1]))) if row else None
 
+    def answered_misses(self, after: int = 0) -> list[tuple[int, str, str, list[str]]]:
+        """Every query a refine job found answered in a document's source when it missed
+        (bank rows of origin ``miss``), oldest first, as ``(row id, question, document,
+        answers)``; ``after``: only rows past that id (a reader keeping up with new ones)."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT id, question, doc_id, answers FROM questions"
+                " WHERE origin='miss' AND id>? ORDER BY id",
+                (after,),
+            )
+            .fetchall()
+        )
+        return [(int(r[0]), str(r[1]), str(r[2]), list(json.loads(r[3]))) for r in rows]
+
     def add_question(self, doc_id: str, pair: QAPair) -> bool:
         with self._tx() as tx:
             return self._insert_question(tx, doc_id, pair)

@@ -216,6 +216,54 @@ def test_an_answered_miss_agreeing_with_its_source_answer_needs_no_support_sente
     assert not r.hit and r.checks["agrees"] is False
 
 
+def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree(filled):
+    """answered_miss_similarity: a query this close to an answered miss's question goes to
+    its document too, and hits only when the judge's answer is the refine job's; one that
+    is as close but asks something else goes the usual way (its judge call counted)."""
+    from cos_integrations.summarize.questions import QAPair
+
+    index, _, model = filled
+    asked = "Tell me: What is the garden item 6?"
+    pair = QAPair(question=asked, answers=["value 6g"], split="train", origin="miss")
+    index.store.add_question("garden", pair)
+    assert [row[1:] for row in index.store.answered_misses()] == [(asked, "garden", ["value 6g"])]
+    paraphrase = "Tell me please: What is the garden item 6?"  # hashing cosine 0.88
+    exact_only = retriever(index, model, rule=UNREACHABLE)
+    assert UNREACHABLE.answered_miss_similarity is None  # the default: exact repeats only
+    assert not exact_only.retrieve(paraphrase).hit
+    near = UNREACHABLE.model_copy(update={"answered_miss_similarity": 0.85})
+    r = retriever(index, model, rule=near).retrieve(paraphrase)
+    assert r.hit and r.answer == "value 6g"
+    assert r.checks["answered_miss"] and r.checks["paraphrase"] and r.checks["agrees"]
+    assert r.items[0].metadata["cos_evidence"] is True
+    # as close, another item: the judge reads item 6's sentence and does not give its answer
+    calls = len(model.calls)
+    other = retriever(index, model, rule=near).retrieve("Tell me: What is the garden item 5?")
+    assert not other.hit and "paraphrase" not in other.checks
+    assert other.reason.startswith("best similarity")  # the usual route decided
+    assert other.usage.calls == len(model.calls) - calls == 1  # the paraphrase's judge call
+    # another item the summary holds: a right answer, but not the job's, so not by this
+    # route; the usual one (here reachable) hits with it, two judge calls in all
+    reachable = near.model_copy(update={"threshold": 0.1})
+    item1 = retriever(index, model, rule=reachable).retrieve("Tell me: What is the garden item 1?")
+    assert item1.hit and item1.answer == "value 1b" and "paraphrase" not in item1.checks
+    assert item1.usage.calls == 2
+    calls = len(model.calls)
+    # too far for the bar: the usual route, no judge call
+    far = near.model_copy(update={"answered_miss_similarity": 0.9})
+    assert not retriever(index, model, rule=far).retrieve(paraphrase).hit
+    assert len(model.calls) == calls
+    # a later answered miss is read in as it comes (the retriever keeps its vectors)
+    ret = retriever(index, model, rule=near)
+    assert not ret.retrieve("Tell me please: What is the lease item 5?").hit
+    late = QAPair(
+        question="Tell me: What is the lease item 5?", answers=["value 5f"], origin="miss"
+    )
+    index.store.add_question("lease", late)
+    assert len(index.store.answered_misses(after=index.store.answered_misses()[0][0])) == 1
+    assert ret.retrieve("Tell me please: What is the lease item 5?").hit
+
+
 def test_a_silent_source_sends_the_job_to_the_next_document(filled):
     """retarget: a job sent to a document whose source is silent goes on to the next
     document of the collection's chunk ranking for the query, in the same pass."""
@@ -507,3 +555,25 @@ def test_the_background_refiner_teaches_the_way_the_retriever_says(filled, teach
         ret.close()
     with pytest.raises(ValueError, match="refine_teach"):
         retriever(index, model, refine_teach="memorise")
+
+
+def test_a_source_answer_that_names_no_one_is_a_silent_source(index):
+    """A small model declines with "No one" ("Who had the most rushing yards?"); the words
+    are in the source ("no one may park"), so it is grounded, but it names nobody: the job
+    closes as not_in_source (and goes on to the next document) rather than teach it."""
+    declines = json.dumps({"answers": [{"id": 1, "answer": "No one"}]})
+    model = ScriptedFakeModel(script={"source_answer": [declines]})
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    text = make_document(4, topic="garden") + " No one may park on the lawn."
+    doc = SourceDocument(doc_id="garden", text=text, source="garden.txt", title="Garden")
+    asyncio.run(index.aingest([doc], engine))
+    q = "Who parks on the garden lawn most?"
+    index.store.enqueue("garden", q)
+    [outcome] = Refiner(index, engine).run_once()
+    assert (outcome.status, outcome.answer) == ("not_in_source", None)
+    assert index.store.answered_miss(q) is None and index.store.not_in_source("garden", q)
+    # a named answer from the same source is taught as before
+    index.store.enqueue("garden", "What is the garden item 3?")
+    assert [(o.status, o.answer) for o in Refiner(index, engine).run_once()] == [
+        ("published", "value 3d")
+    ]
