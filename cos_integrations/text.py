@@ -34,7 +34,8 @@ def tokens_for_chars(chars: int) -> int:
     return int(chars / 3.6) + 1 if chars else 0
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# a sentence ends after . ! or ?, but not after an initial ("C. J. Anderson") or a title
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Ms|Dr|Jr|Sr|St|vs)\.)(?<!\bMrs\.)\s+")
 
 
 # a line that starts a block of its own: a list item, a heading, a quote, a table row
@@ -67,6 +68,8 @@ def split_sentences(text: str) -> list[str]:
     Example:
         >>> split_sentences("One. Two! Three")
         ['One.', 'Two!', 'Three']
+        >>> split_sentences("Running back C. J. Anderson led. Dr. Who ran.")
+        ['Running back C. J. Anderson led.', 'Dr. Who ran.']
         >>> split_sentences("Bicycles must\nbe stored inside.\n\n# Keys\n- one key\n- two")
         ['Bicycles must be stored inside.', '# Keys', '- one key', '- two']
     """

@@ -283,8 +283,8 @@ _STOP = {
 }
 
 
-# number words and the numerals they are: a model answers "4" where the source says "four"
-# ("one" left out: mostly a pronoun, "no one", "one of them")
+# number words and the numerals they are, for answers_agree: a model answers "4" where the
+# source says "four" ("one" left out: mostly a pronoun, "no one", "one of them")
 _NUMERALS = {
     word: str(n)
     for n, word in enumerate(
@@ -301,19 +301,20 @@ _NUMERALS = {
 def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> bool:
     """True when the answer's content words occur in ``context``: every number, and at
     least ``min_share`` of the other words. Small models answer from unrelated text with
-    confidence; an answer that is not in what it was drawn from is not a cache hit. A
-    number word and its numeral are the same word ("four", "4").
+    confidence; an answer that is not in what it was drawn from is not a cache hit. Words
+    are compared as written: "4" is not grounded by "four" (tried as the same word: the
+    judge's "4" then hit where the source and SQuAD's gold say "four", and scored 0).
 
     Example:
-        >>> is_grounded("4", "Josh Norman had four interceptions."), is_grounded("5", "four")
+        >>> is_grounded("four", "Josh Norman had four interceptions."), is_grounded("4", "four")
         (True, False)
     """
     if answer is None or is_unanswered(answer):
         return False
-    words = [_NUMERALS.get(w, w) for w in normalize_answer(answer).split() if w not in _STOP]
+    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
     if not words:
         return True
-    have = {_NUMERALS.get(w, w) for w in normalize_answer(context).split()}
+    have = set(normalize_answer(context).split())
     numbers = [w for w in words if any(c.isdigit() for c in w)]
     if any(n not in have for n in numbers):
         return False
