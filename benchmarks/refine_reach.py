@@ -161,6 +161,7 @@ def repeated(rows: list[dict]) -> None:
     again: Counter = Counter()
     said: Counter = Counter()
     hits: list[tuple[float, float]] = []  # (F1 as the miss, F1 as the hit) of repeats that hit
+    said_hits: list[tuple[float, float]] = []  # (F1 of the miss, F1 of its paraphrase) that hit
     for r in rows:
         jobs: dict[str, list[dict]] = {}
         for j in r.get("refine", []):  # a retargeted job is followed by the next document's
@@ -179,13 +180,18 @@ def repeated(rows: list[dict]) -> None:
             said[why_p] += 1
             if a["hit"]:
                 hits.append((b["f1"], a["f1"]))
+            if p["hit"]:
+                said_hits.append((b["f1"], p["f1"]))
+                if (p.get("checks") or {}).get("paraphrase"):
+                    why_p += " (by meaning)"  # HitRule.answered_miss_similarity's route
             f1 = f"{b['f1']:.2f} -> {a['f1']:.2f}"
-            print(f"| {b['question'][:60]} | {where} | {why_a} | {f1} | {why_p} |")
+            print(f"| {b['question'][:60]} | {where} | {why_a} | {f1} | {why_p} {p['f1']:.2f} |")
     print(f"\nAsked again: {dict(again)}; paraphrased: {dict(said)}.")
-    if hits:
-        before = sum(h[0] for h in hits) / len(hits)
-        after = sum(h[1] for h in hits) / len(hits)
-        print(f"Repeats that hit: {len(hits)}, F1 {before:.3f} as misses -> {after:.3f} as hits.")
+    for name, got in (("Repeats", hits), ("Paraphrases", said_hits)):
+        if got:
+            before = sum(h[0] for h in got) / len(got)
+            after = sum(h[1] for h in got) / len(got)
+            print(f"{name} that hit: {len(got)}, F1 {before:.3f} as misses -> {after:.3f} as hits.")
     print()
 
 

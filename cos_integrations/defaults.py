@@ -79,9 +79,16 @@ DEFAULT_VERIFY_ROUTE: bool | None = None
 DEFAULT_ANSWERED_MISSES = True
 # HitRule.answered_miss_similarity: a query whose vector is at least this close (cosine) to
 # an answered miss's question takes that miss's route too, and hits only when the judge's
-# answer agrees with the one the refine job found (else the usual route decides). None:
-# exact repeats only (measured default until a run says otherwise).
-DEFAULT_ANSWERED_MISS_SIMILARITY: float | None = None
+# answer agrees with the one the refine job found (same numbers; else the usual route
+# decides, one more judge call). None: exact repeats only. On the tiered-5 command
+# (tiered-5-para2 against tiered-5-agree, which had None): paraphrases of the 11 repeated
+# misses 2 hits (both wrong) -> 7 (4 right), their F1 0.242 -> 0.515; all 25 paraphrases
+# 0.427 -> 0.547; unseen test questions 0.847 -> 0.873 (one SQuAD paraphrase of a traffic
+# question 0 -> 0.67, none lost); exact repeats 7 -> 8 of 11 (with the sentence-split fix).
+# 0.95: the generator's paraphrases of those questions sat at 0.956-0.998 (e5), distinct
+# questions of the same chunks at <= 0.930; on the other dev chunks 0.95 alone is 29%
+# precise for "same answer", so the agreement, not the bar, keeps it right.
+DEFAULT_ANSWERED_MISS_SIMILARITY: float | None = 0.95
 
 # A calibrated threshold (CoSIndex.calibrate_threshold) is this quantile of the known
 # questions' similarity to their own summary: on the 30 SQuAD chunks' traffic questions

@@ -228,9 +228,9 @@ def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree
     index.store.add_question("garden", pair)
     assert [row[1:] for row in index.store.answered_misses()] == [(asked, "garden", ["value 6g"])]
     paraphrase = "Tell me please: What is the garden item 6?"  # hashing cosine 0.88
-    exact_only = retriever(index, model, rule=UNREACHABLE)
-    assert UNREACHABLE.answered_miss_similarity is None  # the default: exact repeats only
-    assert not exact_only.retrieve(paraphrase).hit
+    exact = UNREACHABLE.model_copy(update={"answered_miss_similarity": None})
+    assert not retriever(index, model, rule=exact).retrieve(paraphrase).hit
+    assert HitRule().answered_miss_similarity == 0.95  # measured (tiered-5-para2): the default
     near = UNREACHABLE.model_copy(update={"answered_miss_similarity": 0.85})
     r = retriever(index, model, rule=near).retrieve(paraphrase)
     assert r.hit and r.answer == "value 6g"
