@@ -35,7 +35,6 @@ Example:
 from __future__ import annotations
 
 import warnings
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,7 +53,7 @@ from cos_integrations.defaults import (
     HitContext,
     Judge,
 )
-from cos_integrations.metrics import is_unanswered, normalize_answer
+from cos_integrations.metrics import is_unanswered, normalize_answer, squad_f1
 from cos_integrations.text import split_sentences
 
 # the answer checks (they lived in metrics.py until 0.1, which still lends their names)
@@ -335,11 +334,8 @@ def answers_agree(answer: str | None, others: Sequence[str], *, min_f1: float = 
     mine = _numeral_words(answer)
     for other in others:
         theirs = _numeral_words(other)
-        same = sum((Counter(mine) & Counter(theirs)).values())
-        if not same or _digits(mine) != _digits(theirs):
-            continue
-        precision, recall = same / len(mine), same / len(theirs)
-        if 2 * precision * recall / (precision + recall) >= min_f1:
+        same_numbers = _digits(mine) == _digits(theirs)
+        if same_numbers and squad_f1(" ".join(mine), " ".join(theirs)) >= min_f1:
             return True
     return False
 
