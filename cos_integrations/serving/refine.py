@@ -244,12 +244,7 @@ class Refiner:
                 job.id, job.doc_id, job.query, "dead" if status == "dead" else "failed", str(exc)
             )
         if outcome.status == "conflict":
-            store.fail_job(
-                job.id,
-                self.worker_id,
-                "version changed during refinement",
-                max_attempts=self.max_attempts,
-            )
+            store.requeue_job(job.id, self.worker_id, "version changed during refinement")
         else:
             store.finish_job(
                 job.id, self.worker_id, outcome.status, outcome.reason, version=outcome.version

@@ -70,16 +70,20 @@ class RefineQueue(StorePart):
             return int(row[0])
 
     def lease(self, worker: str, *, lease_seconds: float = 600.0) -> RefineJob | None:
-        """Take the oldest pending job, or one whose lease expired (its worker died).
+        """Take the oldest pending job, or one whose lease expired (its worker died);
+        a job of a document no other worker holds comes first, because two rounds on one
+        document race to publish and the loser's calls are spent for nothing.
         PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so workers never wait for or take the same
         job; SQLite: the write transaction serialises them."""
         now = time.time()
         with self._tx() as tx:
             row = tx.execute(
                 "SELECT * FROM refine_jobs WHERE status='pending'"
-                " OR (status='leased' AND lease_until < ?) ORDER BY id LIMIT 1"
+                " OR (status='leased' AND lease_until < ?)"
+                " ORDER BY CASE WHEN doc_id IN (SELECT doc_id FROM refine_jobs"
+                " WHERE status='leased' AND lease_until >= ?) THEN 1 ELSE 0 END, id LIMIT 1"
                 + self.backend.skip_locked,
-                (now,),
+                (now, now),
             ).fetchone()
             if row is None:
                 return None
@@ -130,6 +134,20 @@ class RefineQueue(StorePart):
                 (status, error[:2000], time.time(), job_id, worker),
             )
         return status
+
+    def requeue_job(self, job_id: int, worker: str, reason: str) -> bool:
+        """A leased job back to ``pending`` without spending an attempt: it did not fail,
+        another job's version was published first (a compare-and-swap conflict), so its
+        round is stale, not wrong. Bounded: each requeue follows someone's publication.
+        False when the lease was lost to another worker."""
+        with self._tx() as tx:
+            cur = tx.execute(
+                "UPDATE refine_jobs SET status='pending', error=?, lease_until=NULL,"
+                " attempts=CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at=?"
+                " WHERE id=? AND worker=? AND status='leased'",
+                (reason[:2000], time.time(), job_id, worker),
+            )
+            return cur.rowcount > 0
 
     def retry_job(self, job_id: int) -> bool:
         """A ``dead`` job back to ``pending`` with its attempts reset; False when the job

@@ -24,7 +24,7 @@ WORKER = textwrap.dedent(
     index = CoSIndex(sys.argv[1], create=False)
     llm = OpenAIChatModel("fake", base_url=sys.argv[2], api_key="sk-test")
     refiner = Refiner(index, ChainOfSummaries(llm, CoSConfig.fast(iterations=0)),
-                      max_attempts=20, worker_id=sys.argv[3])
+                      worker_id=sys.argv[3])
     for o in refiner.run_once():
         print(json.dumps({"job": o.job_id, "doc": o.doc_id, "status": o.status,
                           "version": o.version, "worker": sys.argv[3]}), flush=True)

@@ -94,6 +94,27 @@ def test_refine_queue(store):
     assert [j.id for j in store.jobs_for(["d1"])] == [b, a]
 
 
+def test_lease_prefers_free_documents_and_a_conflict_spends_no_attempt(store):
+    """A second worker takes a job of a document nobody holds before a second job of a held
+    one (two rounds on one document race, the loser's calls are wasted); a job requeued
+    after a publish conflict keeps its attempts, so losing races never makes it dead."""
+    for d in ("d1", "d2"):
+        store.upsert_document(d, "text")
+    a1 = store.enqueue("d1", "When is rent due?")
+    a2 = store.enqueue("d1", "Who pays water?")
+    b1 = store.enqueue("d2", "Where is parking?")
+    assert store.lease("w1").id == a1
+    assert store.lease("w2").id == b1  # not a2: d1 is held by w1
+    assert store.lease("w3").id == a2  # nothing free left: the held document's job
+    for _ in range(5):  # more races than max_attempts
+        assert store.requeue_job(a2, "w3", "version changed during refinement")
+        job = store.lease("w3")
+        assert job.id == a2 and job.attempts == 1
+    assert not store.requeue_job(a2, "w9", "not its lease")
+    assert store.fail_job(a2, "w3", "boom", max_attempts=2) == "pending"
+    assert store.job(a2).error == "boom"
+
+
 def test_open_without_schema_and_newer_schema_are_clear_errors(store_url, store):
     store.upsert_document("d1", "x")
     store.backend.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
