@@ -75,7 +75,7 @@ class MultiVectorPeer:
 
     def __init__(self, setup: PeerSetup) -> None:
         self.setup = setup
-        self.model = CoSChatModel(model=MeteredChatModel(setup.llm, setup.meter))
+        self.model = CoSChatModel(model=MeteredChatModel(setup.llm, setup.meter, setup.record))
         self.retriever = MultiVectorRetriever(
             vectorstore=InMemoryVectorStore(CoSLocalEmbeddings(setup.embedder)),
             byte_store=InMemoryByteStore(),

@@ -36,7 +36,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeWithScore
 from llama_index.llms.openai_like import OpenAILike
 
-from cos_integrations.research.peers import PeerDoc, PeerSetup
+from cos_integrations.research.peers import PeerDoc, PeerSetup, RecordingTransport
 from cos_integrations.serving.index import SearchHit
 
 from .embeddings import CoSLocalEmbedding
@@ -50,9 +50,12 @@ PEER_MAX_TOKENS = 512
 
 def peer_llm(setup: PeerSetup) -> OpenAILike:
     """LlamaIndex's OpenAI-compatible LLM class on the model's endpoint, every response's
-    usage added to ``setup.meter``."""
+    usage added to ``setup.meter``, every completion kept in (or replayed from)
+    ``setup.record``."""
     ep = setup.endpoint()
     timeout = httpx.Timeout(900.0, connect=10.0)  # 2 CPU cores: a long summary takes minutes
+    # a stopped build resumes (CallRecord); without a record httpx's own transport
+    transport = RecordingTransport(setup.record) if setup.record is not None else None
     return OpenAILike(
         model=ep["model"],
         api_base=ep["base_url"],
@@ -62,9 +65,11 @@ def peer_llm(setup: PeerSetup) -> OpenAILike:
         max_tokens=PEER_MAX_TOKENS,
         temperature=0.0,
         timeout=900.0,
-        http_client=httpx.Client(timeout=timeout, event_hooks={"response": [setup.meter.hook]}),
+        http_client=httpx.Client(
+            timeout=timeout, transport=transport, event_hooks={"response": [setup.meter.hook]}
+        ),
         async_http_client=httpx.AsyncClient(
-            timeout=timeout, event_hooks={"response": [setup.meter.ahook]}
+            timeout=timeout, transport=transport, event_hooks={"response": [setup.meter.ahook]}
         ),
     )
 

@@ -32,7 +32,14 @@ from cos_integrations.defaults import (
 from cos_integrations.metrics import exact_match, squad_f1
 from cos_integrations.model import ChatModel
 from cos_integrations.research.jsonl import append_jsonl, existing, read_jsonl
-from cos_integrations.research.peers import PEERS, PeerDoc, PeerSetup, PeerUnavailable, load_peer
+from cos_integrations.research.peers import (
+    PEERS,
+    CallRecord,
+    PeerDoc,
+    PeerSetup,
+    PeerUnavailable,
+    load_peer,
+)
 from cos_integrations.research.reference import reference_summarize
 from cos_integrations.serving.hit_rule import HitRule, is_grounded
 from cos_integrations.summarize.config import CoSConfig
@@ -765,9 +772,13 @@ async def _peer_eval(
         return
     peer = load_peer(name, setup)
     before = setup.meter.snapshot()
+    record = setup.record
+    replayed = record.replayed_seconds if record else 0.0
     start = time.perf_counter()
     await peer.abuild([PeerDoc(d.doc_id, d.title, d.text) for d in docs])
     seconds = time.perf_counter() - start
+    if record:  # replayed calls (a resumed build) cost what they took when made
+        seconds += record.replayed_seconds - replayed
     spent = setup.meter.snapshot()
     n = len(docs)
     cost = {
@@ -1142,7 +1153,11 @@ async def _peers(
     logged and the other peers go on."""
     from cos_integrations.embedded.embeddings import LocalEmbedder
 
-    setup = PeerSetup(llm=llm, embedder=LocalEmbedder(), k=k, context_window=config.context_tokens)
+    # the peers' build calls, kept beside the run's records: a stopped build resumes
+    record = CallRecord(run_log.out.with_suffix(run_log.out.suffix + ".peer-calls.jsonl"))
+    setup = PeerSetup(
+        llm=llm, embedder=LocalEmbedder(), k=k, context_window=config.context_tokens, record=record
+    )
     ingest: dict[str, dict[str, Any]] = {}
     for name in peers:
         try:

@@ -23,19 +23,24 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import httpx
+
+from cos_integrations.model import ChatResult
+from cos_integrations.research.jsonl import append_jsonl, read_jsonl
 from cos_integrations.usage import Usage
 
 if TYPE_CHECKING:
-    import httpx
-
     from cos_integrations.embedded.embeddings import Embedder
-    from cos_integrations.model import ChatModel, ChatResult
+    from cos_integrations.model import ChatModel
     from cos_integrations.serving.index import SearchHit
 
 __all__ = [
@@ -45,7 +50,9 @@ __all__ = [
     "PeerDoc",
     "PeerSetup",
     "PeerUnavailable",
+    "CallRecord",
     "MeteredChatModel",
+    "RecordingTransport",
     "UsageMeter",
     "load_peer",
 ]
@@ -119,22 +126,156 @@ class UsageMeter:
             self.record_body(response.content)
 
 
+class CallRecord:
+    """A peer's model calls kept by their exact request (a JSONL file): a build that was
+    stopped (a session's end, a crash) resumes with each call it made replayed, not made
+    again. A replay charges what the call cost when it was made: its response (so its
+    tokens) and its seconds, added to :attr:`replayed_seconds`, so a build's figures do not
+    depend on how many runs it took. ``path`` ``None``: nothing kept, every call made.
+
+    Example:
+        >>> record = CallRecord(None)
+        >>> record.put("k", {"text": "a summary"}, 12.5)
+        >>> record.get("k"), record.replayed_seconds
+        ({'text': 'a summary'}, 12.5)
+        >>> CallRecord.key({"b": 1, "a": 2}) == CallRecord.key({"a": 2, "b": 1})
+        True
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.replayed_seconds = 0.0
+        self.replayed = 0
+        self.calls: dict[str, tuple[dict[str, Any], float]] = {}
+        for entry in read_jsonl(path) if path else []:
+            self.calls[entry["key"]] = (entry["response"], float(entry["seconds"]))
+
+    @staticmethod
+    def key(request: Any) -> str:
+        """The digest of a request (bytes as sent, or JSON-able data, keys sorted)."""
+        if not isinstance(request, bytes):
+            request = json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(request).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The recorded response of ``key`` (its seconds charged), or ``None``."""
+        found = self.calls.get(key)
+        if found is None:
+            return None
+        self.replayed += 1
+        self.replayed_seconds += found[1]
+        return found[0]
+
+    def put(self, key: str, response: dict[str, Any], seconds: float) -> None:
+        """Keep one call's response and the seconds it took."""
+        self.calls[key] = (response, seconds)
+        if self.path:
+            append_jsonl(self.path, {"key": key, "seconds": seconds, "response": response})
+
+
+def _is_completion(request: httpx.Request) -> bool:
+    return request.method == "POST" and request.url.path.endswith("/completions")
+
+
+class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """An ``httpx`` transport that answers a chat completion from a :class:`CallRecord`
+    when it holds the request, and otherwise sends it and keeps the response (a framework's
+    own OpenAI-compatible client is built on a client with this transport). Anything that
+    is not a successful completion passes through untouched.
+
+    Example:
+        >>> record = CallRecord(None)
+        >>> client = httpx.Client(transport=RecordingTransport(record))
+    """
+
+    def __init__(
+        self,
+        record: CallRecord,
+        sync: httpx.BaseTransport | None = None,
+        async_: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.record = record
+        self.sync = sync or httpx.HTTPTransport()
+        self.async_ = async_ or httpx.AsyncHTTPTransport()
+
+    def _replay(self, request: httpx.Request) -> httpx.Response | None:
+        found = self.record.get(CallRecord.key(request.content))
+        if found is None:
+            return None
+        return httpx.Response(200, json=found, request=request)
+
+    def _keep(self, request: httpx.Request, response: httpx.Response, seconds: float) -> None:
+        if response.is_success:
+            self.record.put(CallRecord.key(request.content), response.json(), seconds)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if not _is_completion(request):
+            return self.sync.handle_request(request)
+        request.read()
+        replayed = self._replay(request)
+        if replayed is not None:
+            return replayed
+        start = time.perf_counter()
+        response = self.sync.handle_request(request)
+        response.read()
+        self._keep(request, response, time.perf_counter() - start)
+        return response
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if not _is_completion(request):
+            return await self.async_.handle_async_request(request)
+        await request.aread()
+        replayed = self._replay(request)
+        if replayed is not None:
+            return replayed
+        start = time.perf_counter()
+        response = await self.async_.handle_async_request(request)
+        await response.aread()
+        self._keep(request, response, time.perf_counter() - start)
+        return response
+
+    def close(self) -> None:
+        self.sync.close()
+
+    async def aclose(self) -> None:
+        await self.async_.aclose()
+
+
 class MeteredChatModel:
     """A :class:`~cos_integrations.ChatModel` that adds every call's usage to a meter (the
-    LangChain peers call the model through it).
+    LangChain peers call the model through it), answering from ``record`` a call it holds
+    (:class:`CallRecord`) and keeping the others.
 
     Example:
         >>> meter = UsageMeter()
         >>> model = MeteredChatModel(llm, meter)                    # doctest: +SKIP
     """
 
-    def __init__(self, llm: ChatModel, meter: UsageMeter) -> None:
+    def __init__(self, llm: ChatModel, meter: UsageMeter, record: CallRecord | None = None) -> None:
         self.llm = llm
         self.meter = meter
+        self.record = record
 
     async def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> ChatResult:
-        res = await self.llm.chat(messages, **kwargs)
+        if self.record is None:
+            res = await self.llm.chat(messages, **kwargs)
+        else:
+            res = await self._recorded(self.record, messages, **kwargs)
         self.meter.record(res.usage)
+        return res
+
+    async def _recorded(
+        self, record: CallRecord, messages: Sequence[dict[str, str]], **kwargs: Any
+    ) -> ChatResult:
+        model = getattr(self.llm, "model", type(self.llm).__name__)
+        key = CallRecord.key({"model": model, "messages": list(messages), **kwargs})
+        found = record.get(key)
+        if found is not None:
+            return ChatResult(text=found["text"], usage=Usage.model_validate(found["usage"]))
+        start = time.perf_counter()
+        res = await self.llm.chat(messages, **kwargs)
+        usage = res.usage.model_dump()
+        record.put(key, {"text": res.text, "usage": usage}, time.perf_counter() - start)
         return res
 
 
@@ -151,8 +292,8 @@ class PeerDoc:
 class PeerSetup:
     """What every peer is built from: the model under test (``llm``, and its
     OpenAI-compatible endpoint for a framework's own client class), the embedder, ``k``
-    and the chunk size of our index (``chunk_words``), and the meter that charges the
-    peer's model calls."""
+    and the chunk size of our index (``chunk_words``), the meter that charges the
+    peer's model calls, and the record its calls are kept in (:class:`CallRecord`)."""
 
     llm: ChatModel
     embedder: Embedder
@@ -160,6 +301,7 @@ class PeerSetup:
     chunk_words: int = 160
     context_window: int = 8192
     meter: UsageMeter = field(default_factory=UsageMeter)
+    record: CallRecord | None = None  # None: every call made, nothing kept
 
     def endpoint(self) -> dict[str, str]:
         """``base_url``, ``model`` and ``api_key`` of the model's OpenAI-compatible

@@ -84,6 +84,54 @@ def test_each_peer_finds_the_document_that_answers(name):
         assert hits[0].doc_id == "d1" and hits[0].kind == "doc"
 
 
+@pytest.mark.parametrize("name", ["doc-summary", "multi-vector", "raptor"])
+def test_a_stopped_peer_build_resumes_from_its_call_record(name, tmp_path):
+    """A peer's build calls are kept (LlamaIndex's through its HTTP client, LangChain's
+    through our chat model): built again with the same record, it makes no model call, is
+    charged the same calls and tokens, and the seconds the calls took when made."""
+    from cos_integrations.research.peers import CallRecord
+
+    path = tmp_path / "peer-calls.jsonl"
+
+    def build(model):
+        with FakeOpenAIServer(model) as server:
+            setup = _setup(server)
+            setup.record = CallRecord(path)
+            peer = load_peer(name, setup)
+
+            async def go():
+                await peer.abuild(_docs())
+                return await peer.aretrieve("What is the garden item 7?")
+
+            hits = asyncio.run(go())
+        return setup, "\n".join(h.text for h in hits)
+
+    first_model = ScriptedFakeModel(thesis_facts=3)
+    first, first_text = build(first_model)
+    made = len(first_model.calls)
+    # RAPTOR can send one request twice in a build: the second is replayed, charged as made
+    assert made >= 2 and first.meter.total.calls == made + first.record.replayed
+    kept = {k["key"]: k for k in map(json.loads, path.read_text().splitlines())}
+    assert len(kept) == made and all(k["seconds"] > 0 for k in kept.values())
+    again_model = ScriptedFakeModel(thesis_facts=3)
+    again, again_text = build(again_model)
+    assert again_model.calls == [] and again.record.replayed == first.meter.total.calls
+    assert again.meter.total == first.meter.total and again_text == first_text
+    assert again.record.replayed_seconds == pytest.approx(
+        sum(k["seconds"] for k in kept.values()) + first.record.replayed_seconds
+    )
+    if name == "raptor":
+        return  # a new document re-clusters the tree: its prompts change, not checked here
+    # a request the record does not hold is made (and kept): one more document
+    more = ScriptedFakeModel(thesis_facts=3)
+    with FakeOpenAIServer(more) as server:
+        setup = _setup(server)
+        setup.record = CallRecord(path)
+        extra = PeerDoc("d9", "T9", make_document(12, topic="parking", prefix="parking "))
+        asyncio.run(load_peer(name, setup).abuild([*_docs(), extra]))
+    assert len(more.calls) == 1  # the new document's summary; the three others replayed
+
+
 def test_a_peer_needs_an_endpoint_and_names_are_checked():
     with pytest.raises(ValueError, match="unknown peer"):
         load_peer("nope", PeerSetup(llm=ScriptedFakeModel(), embedder=HashingEmbedder()))
