@@ -302,7 +302,9 @@ def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> 
     least ``min_share`` of the other words. Small models answer from unrelated text with
     confidence; an answer that is not in what it was drawn from is not a cache hit. Words
     are compared as written: "4" is not grounded by "four" (tried as the same word: the
-    judge's "4" then hit where the source and SQuAD's gold say "four", and scored 0).
+    judge's "4" then hit where the source and SQuAD's gold say "four", and scored 0); the
+    hit path first writes the judge's numerals in the context's words
+    (:func:`in_source_words`).
 
     Example:
         >>> is_grounded("four", "Josh Norman had four interceptions."), is_grounded("4", "four")
@@ -318,6 +320,35 @@ def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> 
     if any(n not in have for n in numbers):
         return False
     return sum(w in have for w in words) / len(words) >= min_share
+
+
+_NUMBER_WORDS = {numeral: word for word, numeral in _NUMERALS.items()}
+
+
+def in_source_words(answer: str | None, context: str) -> str | None:
+    """``answer`` with each numeral the context does not hold written as the number word it
+    does hold ("4" -> "four" where the context says "four" and never "4"); otherwise
+    ``answer`` unchanged. An extractive answer quotes what it was read from: the judge's
+    "4" is then grounded literally, and SQuAD's F1 scores "four" against gold "four" as 1,
+    where "4" scores 0 (the reason :func:`is_grounded` reads words as written).
+
+    Example:
+        >>> in_source_words("4", "Josh Norman had four interceptions.")
+        'four'
+        >>> in_source_words("4 games", "four wins in 4 games"), in_source_words("4", "Week 17")
+        ('4 games', '4')
+    """
+    if not answer:
+        return answer
+    have = set(normalize_answer(context).split())
+    out, changed = [], False
+    for token in answer.split():
+        core = token.strip(".,;:!?\"'()")
+        word = _NUMBER_WORDS.get(core)
+        if word and core not in have and word in have:
+            token, changed = token.replace(core, word), True
+        out.append(token)
+    return " ".join(out) if changed else answer
 
 
 def answers_agree(answer: str | None, others: Sequence[str], *, min_f1: float = 0.5) -> bool:

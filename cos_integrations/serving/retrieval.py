@@ -66,6 +66,7 @@ from cos_integrations.serving.hit_rule import (
     answers_agree,
     apply_legacy,
     focus_sentences,
+    in_source_words,
     is_grounded,
     supporting_sentence,
 )
@@ -588,7 +589,9 @@ class FallbackRetriever:
         if llm is None:
             raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
         context = decision.context
-        decision.judge_answer, decision.usage = await ask(llm, query, context)
+        answer, decision.usage = await ask(llm, query, context)
+        # "4" where the context says "four": the answer in the words it was read from
+        decision.judge_answer = in_source_words(answer, _content(context))
         decision.judge_tokens = sum(estimate_tokens(h.text) for h in context)
         decision.checks |= await offload(
             self._checks, decision.judge_answer, query, context, embedding, decision.full, rule

@@ -213,6 +213,19 @@ def test_numbers_ground_as_written_and_agree_as_numerals():
     assert not answers_agree("I don't know", ["I don't know"])
 
 
+def test_a_numeral_is_written_as_the_number_word_its_context_holds():
+    from cos_integrations.serving.hit_rule import in_source_words, is_grounded
+
+    source = "Josh Norman had four interceptions, two of which were returned."
+    assert in_source_words("4", source) == "four" and is_grounded("four", source)
+    assert in_source_words("4 interceptions.", source) == "four interceptions."
+    assert in_source_words("2 of 4", source) == "two of four"
+    assert in_source_words("4", "In week 4 he had four.") == "4"  # the context holds "4"
+    assert in_source_words("17", source) == "17"  # no such word in the context
+    assert in_source_words("1", "one of them") == "1"  # "one" is left out on purpose
+    assert in_source_words(None, source) is None and in_source_words("", source) == ""
+
+
 def test_an_initial_does_not_end_a_sentence():
     """ "Running back C. J. Anderson was the team's leading rusher": split at the initials,
     no sentence held the answer "C. J. Anderson" (a refine job's evidence was lost)."""

@@ -577,3 +577,20 @@ def test_a_source_answer_that_names_no_one_is_a_silent_source(index):
     assert [(o.status, o.answer) for o in Refiner(index, engine).run_once()] == [
         ("published", "value 3d")
     ]
+
+
+def test_the_judges_numeral_is_written_in_the_contexts_words(index):
+    """A small model answers "4" from a context saying "four": the hit answers "four" (the
+    words it read; SQuAD's F1 scores "4" against "four" 0), where literal grounding alone
+    made it a miss. A numeral the context holds, or one it has no word for, stays."""
+    four = json.dumps({"answers": [{"id": 1, "answer": "4"}]})
+    model = ScriptedFakeModel()
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    text = "The garden gate count is four. " + make_document(4, topic="garden")
+    doc = SourceDocument(doc_id="garden", text=text, source="garden.txt", title="Garden")
+    asyncio.run(index.aingest([doc], engine))
+    model.script["answer"] = [four]  # the judge's next answer (ingest answers too)
+    r = retriever(index, model).retrieve("What is the garden gate count?")
+    assert r.hit and r.answer == r.judge_answer == "four" and r.checks["in_context"]
+    # the fake's own answer from the same summary: no numeral, nothing changes
+    assert retriever(index, model).retrieve("What is the garden item 0?").answer == "value 0a"
