@@ -13,7 +13,6 @@ what is there (resumable). See :func:`run_eval` and ``cos eval --help``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import time
@@ -346,8 +345,8 @@ def is_retrieval(method: str) -> bool:
 
 
 def _digest(obj: Any) -> str:
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()[:10]
+    """A short digest of JSON-able data: the call record's key (same bytes), cut to 10."""
+    return CallRecord.key(obj)[:10]
 
 
 class AnswerCache:
