@@ -965,20 +965,9 @@ async def run_eval(
     summary strategies, or read from ``summaries_from``) and never asked about: a
     collection of real size in which the questioned documents must still be found.
     """
-    unknown = set(methods) - set(METHODS)
-    if unknown:
-        raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
     retrieval = retrieval or RetrievalEvalOptions()
+    peers, wanted, plain, sources = _plan(methods, retrieval)
     run_log = _RunLog(out, model_name, config, retrieval, refine_from_traffic, on_record)
-    peers = [m for m in methods if m in PEERS]
-    wanted = [m for m in methods if m in RETRIEVAL_METHODS and m not in PEERS]
-    plain = [m for m in methods if m not in RETRIEVAL_METHODS]
-    sources = retrieval.sources if wanted else []
-    for source in sources:
-        if retrieval.summaries_from is None and source not in plain:
-            if source not in SUMMARY_METHODS and source != "reference":
-                raise ValueError(f"summary_method {source!r} is not a summary method")
-            plain.append(source)  # the retrieval index is built from these summaries
     jobs = [(m, d) for d in docs for m in plain]
     jobs += [(m, d) for d in distractors for m in plain if m in sources]
     await _summary_jobs(llm, jobs, config, oracle, concurrency, run_log)
@@ -1025,6 +1014,27 @@ async def run_eval(
     }
     out.write_text(json.dumps(result, indent=2))
     return result
+
+
+def _plan(
+    methods: Sequence[str], retrieval: RetrievalEvalOptions
+) -> tuple[list[str], list[str], list[str], list[str]]:
+    """What a run does: the peers, our retrieval methods, the summary methods to compute
+    (those asked for, and those the retrieval index is built from unless read from a
+    file), and the summary strategies the retrieval indexes are built from."""
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+    peers = [m for m in methods if m in PEERS]
+    wanted = [m for m in methods if m in RETRIEVAL_METHODS and m not in PEERS]
+    plain = [m for m in methods if m not in RETRIEVAL_METHODS]
+    sources = retrieval.sources if wanted else []
+    for source in sources:
+        if retrieval.summaries_from is None and source not in plain:
+            if source not in SUMMARY_METHODS and source != "reference":
+                raise ValueError(f"summary_method {source!r} is not a summary method")
+            plain.append(source)  # the retrieval index is built from these summaries
+    return peers, wanted, plain, sources
 
 
 # Options added after runs were recorded, with the value every run had before they
