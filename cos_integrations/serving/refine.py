@@ -5,8 +5,8 @@ One round for a job ``(doc_id, query)`` (three to seven model calls):
 1. answer the query from the full source; if the source is silent, close the job as
    ``not_in_source`` and remember it (the retriever then says "not in source" next time),
    and with ``retarget`` > 1 queue the query for the next document of the collection's
-   chunk ranking for it that is not known silent (the fallback's next document), up to
-   ``retarget`` documents;
+   chunk ranking for it that is not known silent and has not taken it (the fallback's
+   next document), up to ``retarget`` documents;
 2. add the pair to the document's question bank (origin ``miss``, refinement split);
 3. evaluate the current summary on the bank, then teach it the query (``teach``):
    ``"extract"`` appends the source's own sentence that holds the answer and the most of
@@ -15,6 +15,9 @@ One round for a job ``(doc_id, query)`` (three to seven model calls):
    source to cover the query (and other unanswered refinement questions, up to ``iq``)
    and, if that still misses, for one sentence stating the answer; ``"both"`` tries the
    first, then the second. Each candidate is evaluated on the bank;
+   when nothing taught it (but the summary did not already hold the source's sentence),
+   the job is ``rejected`` and the query goes on to the next document as in step 1 (the
+   source's answer was likely a sibling passage's fact);
 4. publish only if the query is now answered and validation did not drop by more than
    ``epsilon``: a compare-and-swap on the version in SQLite, then delete-and-add of the
    summary vector in Chroma. A crash between the two is repaired by the next ingest or
@@ -57,6 +60,14 @@ from cos_integrations.text import complete_sentences
 from cos_integrations.usage import Usage
 
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
+
+# Why an extractive teaching did not publish (a rejected job's reason). All but
+# ALREADY_HELD send the query on to the next document of the chunk ranking (``retarget``):
+# a source whose answer no sentence of it supports, or whose sentence does not make the
+# summary answer, has likely read a sibling passage's fact (measured: tiered-5-retry).
+UNSUPPORTED = "no sentence of the source holds the answer and the query's key words"
+ALREADY_HELD = "the summary already holds the source's sentence that answers the query"
+STILL_MISSES = "the summary with the source's sentence still does not answer the query"
 
 log = logging.getLogger(__name__)
 
@@ -286,13 +297,14 @@ class Refiner:
         if not before.parsed:
             raise ParseError("unparseable answers for the current summary")
         taught = await self._teach(job, pair, answer, current.text, source, bank, before, run)
-        if taught is None:
-            why = (
-                "no sentence of the source that answers the query teaches the summary"
-                if self.teach == "extract"
-                else "the rewrite still does not answer the query"
-            )
-            return outcome("rejected", why, answer, usage=run.usage)
+        if isinstance(taught, str):  # nothing taught it: why
+            if taught != ALREADY_HELD:  # the source's answer taught nothing: the next document
+                queued = await asyncio.to_thread(self._retarget, job)
+                if queued is not None:
+                    taught += (
+                        f"; queued for {queued[0]} (job {queued[1]}), next in the chunk ranking"
+                    )
+            return outcome("rejected", taught, answer, usage=run.usage)
         new_text, after = taught
         drop = (before.val or 0.0) - (after.val or 0.0)
         if drop > self.epsilon:
@@ -335,14 +347,16 @@ class Refiner:
         bank: list[QAPair],
         before: Evaluation,
         run: ModelRun,
-    ) -> tuple[str, Evaluation] | None:
+    ) -> tuple[str, Evaluation] | str:
         """The taught summary and its evaluation (:attr:`teach`: the source's own sentence,
-        a rewrite, or the sentence then the rewrite); ``None`` when nothing taught it."""
-        taught: tuple[str, Evaluation] | None = None
+        a rewrite, or the sentence then the rewrite); when nothing taught it, why (the
+        last way tried)."""
+        taught: tuple[str, Evaluation] | str = "nothing tried"
         if self.teach in ("extract", "both"):
             taught = await self._extracted(summary, source, job.query, answer, bank, run)
-        if taught is None and self.teach in ("rewrite", "both"):
-            taught = await self._rewritten(job, pair, answer, summary, source, bank, before, run)
+        if isinstance(taught, str) and self.teach in ("rewrite", "both"):
+            rewritten = await self._rewritten(job, pair, answer, summary, source, bank, before, run)
+            taught = rewritten or "the rewrite still does not answer the query"
         return taught
 
     def _publish(
@@ -423,35 +437,44 @@ class Refiner:
         answer: str,
         bank: list[QAPair],
         run: ModelRun,
-    ) -> tuple[str, Evaluation] | None:
+    ) -> tuple[str, Evaluation] | str:
         """The summary with the source's sentence that answers ``query`` appended (the one
         holding ``answer`` and the most of the query's key words, at least one), and its
-        evaluation on ``bank``, when that summary answers the query; ``None`` when the
-        source has no such sentence, the summary already holds it, or it still misses."""
+        evaluation on ``bank``, when that summary answers the query; otherwise why not: the
+        source has no such sentence (:data:`UNSUPPORTED`), the summary already holds it
+        (:data:`ALREADY_HELD`), or the summary with it still misses (:data:`STILL_MISSES`)."""
         sentence = supporting_sentence(answer, query, source, min_overlap=0.0)
-        if sentence is None or normalize_answer(sentence) in normalize_answer(summary):
-            return None
+        if sentence is None:
+            return UNSUPPORTED
+        if normalize_answer(sentence) in normalize_answer(summary):
+            return ALREADY_HELD
         candidate = f"{summary.rstrip()} {sentence.strip()}"
         ev = await self.engine.evaluate(candidate, bank, run)
         if not ev.parsed:
             raise ParseError("unparseable answers for the summary with the source's sentence")
         if not ev.answered(query):
-            return None
+            return STILL_MISSES
         log.info("refine: appended the source's sentence %r", sentence)
         return candidate, ev
 
     def _retarget(self, job: RefineJob) -> tuple[str, int] | None:
-        """A job whose document's source is silent: queue its query for the next document
-        of the collection's chunk ranking for it (among the first :attr:`retarget`) that is
-        not known silent on it; that document and the job id, or ``None`` (retarget 1, no
-        such document, or another document's source already answered the query)."""
+        """A job whose document's source is silent, or whose answer taught nothing: queue
+        its query for the next document of the collection's chunk ranking for it (among the
+        first :attr:`retarget`) that is not known silent on it and did not take it already;
+        that document and the job id, or ``None`` (retarget 1, no such document, or another
+        document's summary was already taught the query)."""
         store = self.index.store
-        if self.retarget <= 1 or store.answered_miss(job.query) is not None:
+        if self.retarget <= 1:
+            return None
+        taken = store.outcomes(job.query)
+        if any(status in ("published", "suggested") for status in taken.values()):
             return None
         hits = self.index.search_chunks(job.query, 4 * self.retarget)
         for doc_id in list(dict.fromkeys(h.doc_id for h in hits))[: self.retarget]:
             if doc_id == job.doc_id or store.not_in_source(doc_id, job.query):
                 continue
+            if taken.get(doc_id, "pending") not in ("pending", "leased"):
+                continue  # taken before, and done with
             job_id = store.enqueue(doc_id, job.query)
             if job_id is not None:
                 return doc_id, job_id

@@ -301,8 +301,8 @@ class _NearMisses:
     def __init__(self, index: CoSIndex) -> None:
         self.index = index
         self.last = 0  # the newest store row read
-        self.keys: list[str] = []  # questions' keys, in the matrix's row order
-        self.found: dict[str, tuple[str, list[str]]] = {}  # key -> (document, answers)
+        self.questions: list[str] = []  # in the matrix's row order, one per question
+        self.seen: set[str] = set()
         self.matrix: Any = None
         self.lock = threading.Lock()
 
@@ -313,12 +313,11 @@ class _NearMisses:
 
         with self.lock:
             added = []
-            for row_id, question, doc_id, answers in self.index.store.answered_misses(self.last):
-                key = normalize_answer(question)
-                if key not in self.found:
-                    self.keys.append(key)
+            for row_id, question, _, _ in self.index.store.answered_misses(self.last):
+                if normalize_answer(question) not in self.seen:
+                    self.seen.add(normalize_answer(question))
+                    self.questions.append(question)
                     added.append(self.index.embedder.embed_query(question))
-                self.found[key] = (doc_id, answers)  # the latest row of a question wins
                 self.last = row_id
             if added:
                 rows = np.asarray(added, dtype=np.float32)
@@ -329,7 +328,10 @@ class _NearMisses:
             query = np.asarray(embedding, dtype=np.float32)
             scores = self.matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
             best = int(np.argmax(scores))
-            return self.found[self.keys[best]] if scores[best] >= at_least else None
+            if scores[best] < at_least:
+                return None
+        # the store decides which document of the question's answered misses is its route
+        return self.index.store.answered_miss(self.questions[best])
 
 
 class FallbackRetriever:

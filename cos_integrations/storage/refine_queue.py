@@ -196,6 +196,19 @@ class RefineQueue(StorePart):
         rows = self._conn().execute(sql + " ORDER BY id", args).fetchall()
         return [_job(r) for r in rows]
 
+    def outcomes(self, query: str) -> dict[str, str]:
+        """Per document, the status of its latest refine job for ``query`` (normalised):
+        where a query was already taken, and what came of it."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT doc_id, status FROM refine_jobs WHERE norm=? ORDER BY id",
+                (normalize_answer(query),),
+            )
+            .fetchall()
+        )
+        return {str(r[0]): str(r[1]) for r in rows}
+
     def not_in_source(self, doc_id: str, query: str) -> bool:
         return bool(
             self._conn()

@@ -312,18 +312,26 @@ class SummaryVersions(StorePart):
 
     def answered_miss(self, query: str) -> tuple[str, list[str]] | None:
         """The document whose source a refine job found answering ``query`` when it missed
-        (the query in its bank with origin ``miss``; the latest such document) and the
-        answers it found there, or ``None``."""
-        row = (
+        (the query in its bank with origin ``miss``) and the answers it found there, or
+        ``None``. Where several sources answered (a job that taught nothing goes on to the
+        next document), the latest whose summary a job taught the query (published or
+        suggested), else the first that answered: the chunk ranking's best."""
+        rows = (
             self._conn()
             .execute(
-                "SELECT doc_id, answers FROM questions WHERE norm=? AND origin='miss'"
-                " ORDER BY id DESC",
+                "SELECT q.doc_id, q.answers, EXISTS(SELECT 1 FROM refine_jobs j"
+                " WHERE j.doc_id=q.doc_id AND j.norm=q.norm"
+                " AND j.status IN ('published','suggested')) FROM questions q"
+                " WHERE q.norm=? AND q.origin='miss' ORDER BY q.id",
                 (normalize_answer(query.strip()),),
             )
-            .fetchone()
+            .fetchall()
         )
-        return (str(row[0]), list(json.loads(row[1]))) if row else None
+        if not rows:
+            return None
+        taught = [r for r in rows if r[2]]
+        row = taught[-1] if taught else rows[0]
+        return str(row[0]), list(json.loads(row[1]))
 
     def answered_misses(self, after: int = 0) -> list[tuple[int, str, str, list[str]]]:
         """Every query a refine job found answered in a document's source when it missed

@@ -9,8 +9,9 @@ from fakes import ScriptedFakeModel, facts, make_document
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.hit_rule import HitRule
-from cos_integrations.serving.refine import BackgroundRefiner, Refiner
+from cos_integrations.serving.refine import STILL_MISSES, BackgroundRefiner, Refiner
 from cos_integrations.serving.retrieval import FallbackRetriever
+from cos_integrations.summarize.questions import QAPair
 
 TOPICS = ["lease", "garden", "parking"]
 
@@ -158,7 +159,6 @@ def test_a_miss_whose_source_answered_it_hits_when_asked_again(filled):
 def test_an_answered_miss_still_needs_the_judge(filled):
     """The recorded document is where the query goes, not a hit by itself: when its summary
     cannot answer, the judge's checks keep it a miss."""
-    from cos_integrations.summarize.questions import QAPair
 
     index, _, model = filled
     q = "What is the garden item 6?"
@@ -322,8 +322,9 @@ def test_rewrite_and_fact_that_do_not_answer_are_rejected(filled):
     model.rewrite_adds = False
     model.script["fact"] = ["The weather is nice."] * 3
     retriever(index, model).retrieve("What is the lease item 7?")
-    (outcome,) = Refiner(index, engine, teach="rewrite").run_once()
+    outcome, *others = Refiner(index, engine, teach="rewrite").run_once()
     assert outcome.status == "rejected" and "still does not answer" in outcome.reason
+    assert {o.status for o in others} == {"not_in_source"}  # then tried down the ranking
     assert index.store.current_summary("lease").version == 1
 
 
@@ -372,10 +373,46 @@ def test_extract_only_rejects_what_no_source_sentence_teaches(filled):
     index, engine, model = filled
     retriever(index, model).retrieve("What is the lease item 7?")
     model.script["answer"] = [None, _unknown_answers]
-    (outcome,) = Refiner(index, engine, teach="extract").run_once()
-    assert outcome.status == "rejected" and "no sentence of the source" in outcome.reason
+    outcome, *others = Refiner(index, engine, teach="extract").run_once()
+    assert outcome.status == "rejected" and outcome.reason.startswith(STILL_MISSES)
     assert (model.counts["rewrite"], model.counts["fact"]) == (0, 0)
     assert index.store.current_summary("lease").version == 1
+    # it taught nothing, so the query went on down the ranking: silent everywhere else
+    assert "queued for" in outcome.reason
+    assert sorted(o.doc_id for o in others) == ["garden", "parking"]
+    assert {o.status for o in others} == {"not_in_source"}
+    assert index.store.answered_miss("What is the lease item 7?") == ("lease", ["value 7h"])
+
+
+def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document(filled):
+    """Issue 26 item 5 (tiered-5-retry): a source that answers from a sibling passage's fact
+    (here: lease's "item 6" for the garden's) teaches its summary nothing; the query goes on
+    to the next document, and a repeat goes where a summary was taught, not to the first
+    reader."""
+    index, engine, model = filled
+    q = "Tell me: What is the garden item 6?"
+    index.store.enqueue("lease", q)  # the collection's top chunk was lease's
+    model.script["source_answer"] = [json.dumps({"answers": [{"id": 1, "answer": "value 6g"}]})]
+    first, *rest = Refiner(index, engine).run_once()
+    assert (first.doc_id, first.status) == ("lease", "rejected")
+    assert first.reason.startswith(STILL_MISSES) and "queued for" in first.reason
+    taught = [o for o in rest if o.status == "published"]
+    assert [(o.doc_id, o.answer) for o in taught] == [("garden", "value 6g")]
+    assert [row[2] for row in index.store.answered_misses()] == ["lease", "garden"]
+    assert index.store.answered_miss(q) == ("garden", ["value 6g"])  # taught, though later
+    ret = retriever(index, model, rule=UNREACHABLE)
+    again = ret.retrieve(q)
+    assert again.hit and again.items[0].doc_id == "garden" and again.answer == "value 6g"
+    # two sources answered, no summary taught: the first reader (the chunk ranking's best)
+    other = "Tell me: What is the parking item 5?"
+    for doc_id in ("parking", "lease"):
+        pair = QAPair(question=other, answers=[f"{doc_id} 5"], split="train", origin="miss")
+        index.store.add_question(doc_id, pair)
+    assert index.store.answered_miss(other) == ("parking", ["parking 5"])
+    # a paraphrase of it takes the same route
+    near = UNREACHABLE.model_copy(update={"answered_miss_similarity": 0.85})
+    para = retriever(index, model, rule=near).retrieve("Tell me please: What is the garden item 6?")
+    assert para.hit and para.checks["paraphrase"] and para.items[0].doc_id == "garden"
 
 
 def test_teach_must_be_a_known_mode(filled):

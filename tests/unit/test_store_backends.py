@@ -115,6 +115,29 @@ def test_lease_prefers_free_documents_and_a_conflict_spends_no_attempt(store):
     assert store.job(a2).error == "boom"
 
 
+def test_an_answered_miss_routes_to_the_taught_document_else_the_first_reader(store):
+    """Several sources answered a missed query (a job that taught nothing goes on down the
+    ranking): the route is the latest document a job taught, else the first that answered;
+    ``outcomes`` says where the query was taken and what came of it."""
+    q = "When is rent due?"
+    for d in ("d1", "d2", "d3"):
+        store.upsert_document(d, "text")
+    assert store.answered_miss(q) is None and store.outcomes(q) == {}
+    for d in ("d1", "d2"):
+        job = store.enqueue(d, q)
+        assert store.lease("w1").id == job
+        store.add_question(d, QAPair(question=q, answers=[f"{d} day"], origin="miss"))
+        store.finish_job(job, "w1", "rejected", "taught nothing")
+    assert store.answered_miss(q) == ("d1", ["d1 day"])  # none taught: the first reader
+    job = store.enqueue("d3", q)
+    assert store.lease("w1").id == job
+    assert store.outcomes(q) == {"d1": "rejected", "d2": "rejected", "d3": "leased"}
+    store.add_question("d3", QAPair(question=q, answers=["the 1st"], origin="miss"))
+    assert store.answered_miss(q) == ("d1", ["d1 day"])  # not taught yet
+    store.finish_job(job, "w1", "published", "version 2", version=2)
+    assert store.answered_miss(" when is RENT due ") == ("d3", ["the 1st"])
+
+
 def test_open_without_schema_and_newer_schema_are_clear_errors(store_url, store):
     store.upsert_document("d1", "x")
     store.backend.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
