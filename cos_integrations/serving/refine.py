@@ -284,9 +284,7 @@ class Refiner:
         answer = await self._source_answer(source, job.query, run)
         if answer is None:
             why = "the source does not answer the query"
-            queued = await asyncio.to_thread(self._retarget, job)
-            if queued is not None:
-                why += f"; queued for {queued[0]} (job {queued[1]}), next in the chunk ranking"
+            why += await asyncio.to_thread(self._send_on, job)
             return outcome("not_in_source", why, usage=run.usage)
         pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
         store.add_question(job.doc_id, pair)
@@ -299,11 +297,7 @@ class Refiner:
         taught = await self._teach(job, pair, answer, current.text, source, bank, before, run)
         if isinstance(taught, str):  # nothing taught it: why
             if taught != ALREADY_HELD:  # the source's answer taught nothing: the next document
-                queued = await asyncio.to_thread(self._retarget, job)
-                if queued is not None:
-                    taught += (
-                        f"; queued for {queued[0]} (job {queued[1]}), next in the chunk ranking"
-                    )
+                taught += await asyncio.to_thread(self._send_on, job)
             return outcome("rejected", taught, answer, usage=run.usage)
         new_text, after = taught
         drop = (before.val or 0.0) - (after.val or 0.0)
@@ -456,6 +450,13 @@ class Refiner:
             return STILL_MISSES
         log.info("refine: appended the source's sentence %r", sentence)
         return candidate, ev
+
+    def _send_on(self, job: RefineJob) -> str:
+        """:meth:`_retarget`, said as the tail of the job's reason ("" when not queued)."""
+        queued = self._retarget(job)
+        if queued is None:
+            return ""
+        return f"; queued for {queued[0]} (job {queued[1]}), next in the chunk ranking"
 
     def _retarget(self, job: RefineJob) -> tuple[str, int] | None:
         """A job whose document's source is silent, or whose answer taught nothing: queue
