@@ -50,7 +50,12 @@ from cos_integrations.errors import CoSError
 from cos_integrations.metrics import is_unanswered, normalize_answer
 from cos_integrations.serving.hit_rule import is_grounded, supporting_sentence
 from cos_integrations.serving.index import CoSIndex
-from cos_integrations.storage.refine_queue import RefineJob
+from cos_integrations.storage.refine_queue import (
+    ALREADY_HELD,
+    STILL_MISSES,
+    UNSUPPORTED,
+    RefineJob,
+)
 from cos_integrations.summarize.engine import ChainOfSummaries, Evaluation, ModelRun
 from cos_integrations.summarize.guard import summary_flags
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
@@ -61,13 +66,11 @@ from cos_integrations.usage import Usage
 
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
 
-# Why an extractive teaching did not publish (a rejected job's reason). All but
-# ALREADY_HELD send the query on to the next document of the chunk ranking (``retarget``):
-# a source whose answer no sentence of it supports, or whose sentence does not make the
-# summary answer, has likely read a sibling passage's fact (measured: tiered-5-retry).
-UNSUPPORTED = "no sentence of the source holds the answer and the query's key words"
-ALREADY_HELD = "the summary already holds the source's sentence that answers the query"
-STILL_MISSES = "the summary with the source's sentence still does not answer the query"
+# Why an extractive teaching did not publish (a rejected job's reason, stored with the job:
+# see cos_integrations.storage.refine_queue). All but ALREADY_HELD send the query on to the
+# next document of the chunk ranking (``retarget``): a source whose answer no sentence of it
+# supports, or whose sentence does not make the summary answer, has likely read a sibling
+# passage's fact (measured: tiered-5-retry).
 
 log = logging.getLogger(__name__)
 

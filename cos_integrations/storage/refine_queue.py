@@ -22,7 +22,15 @@ from typing import Any
 from cos_integrations.metrics import normalize_answer
 from cos_integrations.storage.db import StorePart
 
-__all__ = ["RefineJob", "RefineQueue"]
+__all__ = ["ALREADY_HELD", "STILL_MISSES", "UNSUPPORTED", "RefineJob", "RefineQueue"]
+
+# Why a refine job's extractive teaching did not publish: a rejected job's stored result.
+# ALREADY_HELD means the document is right (its summary already holds the source's
+# answering sentence), so a repeat of the query is routed there like a taught one
+# (SummaryStore.answered_miss); the other two send the query on to the next document.
+UNSUPPORTED = "no sentence of the source holds the answer and the query's key words"
+ALREADY_HELD = "the summary already holds the source's sentence that answers the query"
+STILL_MISSES = "the summary with the source's sentence still does not answer the query"
 
 
 @dataclass

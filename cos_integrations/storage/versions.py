@@ -23,6 +23,7 @@ from typing import Any
 from cos_integrations.metrics import normalize_answer
 from cos_integrations.storage.db import StoreError, StorePart
 from cos_integrations.storage.records import DocumentRecord, SummaryVersion
+from cos_integrations.storage.refine_queue import ALREADY_HELD
 from cos_integrations.summarize.questions import QAPair
 from cos_integrations.summarize.result import CoSResult
 
@@ -315,15 +316,17 @@ class SummaryVersions(StorePart):
         (the query in its bank with origin ``miss``) and the answers it found there, or
         ``None``. Where several sources answered (a job that taught nothing goes on to the
         next document), the latest whose summary a job taught the query (published or
-        suggested), else the first that answered: the chunk ranking's best."""
+        suggested) or found already holding its answer (:data:`ALREADY_HELD`), else the first
+        that answered: the chunk ranking's best."""
         rows = (
             self._conn()
             .execute(
                 "SELECT q.doc_id, q.answers, EXISTS(SELECT 1 FROM refine_jobs j"
                 " WHERE j.doc_id=q.doc_id AND j.norm=q.norm"
-                " AND j.status IN ('published','suggested')) FROM questions q"
+                " AND (j.status IN ('published','suggested')"
+                " OR (j.status='rejected' AND j.result=?))) FROM questions q"
                 " WHERE q.norm=? AND q.origin='miss' ORDER BY q.id",
-                (normalize_answer(query.strip()),),
+                (ALREADY_HELD, normalize_answer(query.strip())),
             )
             .fetchall()
         )

@@ -9,8 +9,9 @@ from fakes import ScriptedFakeModel, facts, make_document
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.hit_rule import HitRule
-from cos_integrations.serving.refine import STILL_MISSES, BackgroundRefiner, Refiner
+from cos_integrations.serving.refine import BackgroundRefiner, Refiner
 from cos_integrations.serving.retrieval import FallbackRetriever
+from cos_integrations.storage.refine_queue import STILL_MISSES
 from cos_integrations.summarize.questions import QAPair
 
 TOPICS = ["lease", "garden", "parking"]

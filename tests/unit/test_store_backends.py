@@ -15,6 +15,7 @@ from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.index import CoSIndex
 from cos_integrations.serving.stats import compute_stats
 from cos_integrations.storage.db import StoreError, redact_url
+from cos_integrations.storage.refine_queue import ALREADY_HELD, STILL_MISSES, UNSUPPORTED
 from cos_integrations.storage.store import SCHEMA_VERSION, SummaryStore
 from cos_integrations.summarize.questions import QAPair
 
@@ -117,25 +118,32 @@ def test_lease_prefers_free_documents_and_a_conflict_spends_no_attempt(store):
 
 def test_an_answered_miss_routes_to_the_taught_document_else_the_first_reader(store):
     """Several sources answered a missed query (a job that taught nothing goes on down the
-    ranking): the route is the latest document a job taught, else the first that answered;
-    ``outcomes`` says where the query was taken and what came of it."""
+    ranking): the route is the latest document a job taught or found already holding the
+    answer, else the first that answered; ``outcomes`` says where the query was taken and
+    what came of it."""
     q = "When is rent due?"
-    for d in ("d1", "d2", "d3"):
+    for d in ("d1", "d2", "d3", "d4"):
         store.upsert_document(d, "text")
     assert store.answered_miss(q) is None and store.outcomes(q) == {}
-    for d in ("d1", "d2"):
-        job = store.enqueue(d, q)
+
+    def answered(doc_id: str, status: str, result: str, version: int | None = None) -> None:
+        job = store.enqueue(doc_id, q)
         assert store.lease("w1").id == job
-        store.add_question(d, QAPair(question=q, answers=[f"{d} day"], origin="miss"))
-        store.finish_job(job, "w1", "rejected", "taught nothing")
+        store.add_question(doc_id, QAPair(question=q, answers=[f"{doc_id} day"], origin="miss"))
+        store.finish_job(job, "w1", status, result, version=version)
+
+    answered("d1", "rejected", STILL_MISSES)
+    answered("d2", "rejected", UNSUPPORTED)
     assert store.answered_miss(q) == ("d1", ["d1 day"])  # none taught: the first reader
     job = store.enqueue("d3", q)
     assert store.lease("w1").id == job
     assert store.outcomes(q) == {"d1": "rejected", "d2": "rejected", "d3": "leased"}
     store.add_question("d3", QAPair(question=q, answers=["the 1st"], origin="miss"))
     assert store.answered_miss(q) == ("d1", ["d1 day"])  # not taught yet
-    store.finish_job(job, "w1", "published", "version 2", version=2)
-    assert store.answered_miss(" when is RENT due ") == ("d3", ["the 1st"])
+    store.finish_job(job, "w1", "rejected", ALREADY_HELD)
+    assert store.answered_miss(q) == ("d3", ["the 1st"])  # its summary holds the answer
+    answered("d4", "published", "version 2", version=2)
+    assert store.answered_miss(" when is RENT due ") == ("d4", ["d4 day"])
 
 
 def test_open_without_schema_and_newer_schema_are_clear_errors(store_url, store):
