@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -68,7 +69,15 @@ EVIDENCE: tuple[str, ...] = (
     "focus_sentences",
     "SUPPORT_OVERLAP",
 )
-__all__ = ["HitRule", "Judge", "HIT_RULE_FIELDS", "EVIDENCE", "apply_legacy", *EVIDENCE]
+__all__ = [
+    "HitRule",
+    "Judge",
+    "HIT_RULE_FIELDS",
+    "EVIDENCE",
+    "apply_legacy",
+    "question_names",
+    *EVIDENCE,
+]
 
 
 class HitRule(BaseModel):
@@ -434,6 +443,21 @@ def question_keys(question: str, *, exclude: str | None = None) -> set[str]:
         for w in normalize_answer(question).split()
         if w not in _STOP and w not in _ASKING and _stem(w) not in given
     }
+
+
+def question_names(question: str) -> set[str]:
+    """The question's names: its key words (:func:`question_keys`) written with a capital
+    past the first word ("Brock Osweiler", "AFC"), as the same stems. What a sentence must
+    name to be about what the question asks about, where two people's figures sit side by
+    side.
+
+    Example:
+        >>> sorted(question_names("How many touchdowns did Brock Osweiler throw?"))
+        ['brock', 'osweil']
+    """
+    words = re.findall(r"[^\W\d_][\w'’-]*", question)[1:]
+    capital = {_stem(w) for c in words if c[0].isupper() for w in normalize_answer(c).split()}
+    return (capital & question_keys(question)) - {""}
 
 
 def key_overlap(keys: set[str], sentence: str) -> float:

@@ -1,8 +1,10 @@
 """Miss-triggered refinement: a query the summary could not answer teaches the summary.
 
-One round for a job ``(doc_id, query)`` (three to seven model calls):
+One round for a job ``(doc_id, query)`` (three to eight model calls):
 
-1. answer the query from the full source; if the source is silent, close the job as
+1. answer the query from the full source (with ``check_names``, an answer found in no
+   sentence about what the query names is read again from the sentences that are: one more
+   call); if the source is silent, close the job as
    ``not_in_source`` and remember it (the retriever then says "not in source" next time),
    and with ``retarget`` > 1 queue the query for the next document of the collection's
    chunk ranking for it that is not known silent and has not taken it (the fallback's
@@ -40,6 +42,7 @@ from typing import Any
 
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
+    DEFAULT_REFINE_CHECK_NAMES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     REFINE_TEACH,
@@ -48,7 +51,13 @@ from cos_integrations.defaults import (
 )
 from cos_integrations.errors import CoSError
 from cos_integrations.metrics import is_unanswered, normalize_answer
-from cos_integrations.serving.hit_rule import is_grounded, supporting_sentence
+from cos_integrations.serving.hit_rule import (
+    is_grounded,
+    key_overlap,
+    question_keys,
+    question_names,
+    supporting_sentence,
+)
 from cos_integrations.serving.index import CoSIndex
 from cos_integrations.storage.refine_queue import (
     ALREADY_HELD,
@@ -61,7 +70,7 @@ from cos_integrations.summarize.guard import summary_flags
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
 from cos_integrations.summarize.questions import ParseError, QAPair, parse_answers, parse_summary
 from cos_integrations.sync import run_sync
-from cos_integrations.text import complete_sentences
+from cos_integrations.text import complete_sentences, split_sentences
 from cos_integrations.usage import Usage
 
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
@@ -71,6 +80,9 @@ __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
 # next document of the chunk ranking (``retarget``): a source whose answer no sentence of it
 # supports, or whose sentence does not make the summary answer, has likely read a sibling
 # passage's fact (measured: tiered-5-retry).
+
+# how many sentences naming the query's names a second reading of the source reads
+NAMED_SENTENCES = 4
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +116,8 @@ class Refiner:
     model for a rewrite (then for one sentence stating the answer), ``"both"`` tries the
     first, then the second; see the module docstring. ``retarget``: in how many documents
     of the collection's chunk ranking for a query its answer is looked for, the job's first
-    (1: the job's only).
+    (1: the job's only). ``check_names``: a source answer whose sentence names none of the
+    question's names, where other sentences do, is read again from those (one more call).
 
     Example:
         >>> refiner = Refiner(index, ChainOfSummaries(llm), teach="extract")  # doctest: +SKIP
@@ -123,6 +136,7 @@ class Refiner:
         worker_id: str | None = None,
         teach: RefineTeach = DEFAULT_REFINE_TEACH,
         retarget: int = DEFAULT_REFINE_RETARGET,
+        check_names: bool = DEFAULT_REFINE_CHECK_NAMES,
     ) -> None:
         if teach not in REFINE_TEACH:
             raise ValueError(f"teach must be one of {REFINE_TEACH}, not {teach!r}")
@@ -131,6 +145,7 @@ class Refiner:
         self.index = index
         self.teach = teach
         self.retarget = retarget
+        self.check_names = check_names
         self.engine = engine
         self.epsilon = epsilon
         self.lease_seconds = lease_seconds
@@ -318,11 +333,27 @@ class Refiner:
         return outcome(status, f"version {version}", answer, version, usage=run.usage)
 
     async def _source_answer(self, source: str, query: str, run: ModelRun) -> str | None:
-        """The source's answer to ``query``; ``None`` when the source does not hold one."""
+        """The source's answer to ``query``; ``None`` when the source does not hold one.
+        With :attr:`check_names`, an answer read off a sentence that names none of the
+        query's names is read again from the sentences that do (:meth:`_named_reading`)."""
+        answer = await self._read(source, query, run)
+        if answer is None or not self.check_names:
+            return answer
+        named = self._named_reading(source, query, answer)
+        if named is None:
+            return answer
+        again = await self._read(named, query, run, task="source_answer_named")
+        if again is not None and normalize_answer(again) != normalize_answer(answer):
+            log.info("refine: %r read again from the named sentences: %r", answer, again)
+        return again or answer
+
+    async def _read(
+        self, source: str, query: str, run: ModelRun, *, task: str = "source_answer"
+    ) -> str | None:
+        """One model reading of ``source`` for ``query``: the answer when ``source`` holds it
+        and it names someone, else ``None``."""
         raw = await run.call(
-            source_answer_messages(source, [query]),
-            json_schema=ANSWERS_SCHEMA,
-            task="source_answer",
+            source_answer_messages(source, [query]), json_schema=ANSWERS_SCHEMA, task=task
         )
         try:
             answer = parse_answers(raw, 1)[0]
@@ -333,6 +364,26 @@ class Refiner:
         if normalize_answer(answer) in _NO_ONE:  # the source names no one: it is silent
             return None
         return answer
+
+    @staticmethod
+    def _named_reading(source: str, query: str, answer: str) -> str | None:
+        """What to read again when ``answer`` is about something else: when the query names
+        something (:func:`question_names`) that sentences of the source name, but no
+        sentence holding ``answer`` names it or follows one that does (a pronoun's
+        sentence), the :data:`NAMED_SENTENCES` naming it with the most key words, each with
+        the sentence after it, in source order; else ``None``."""
+        names = question_names(query)
+        if not names:
+            return None
+        sentences = split_sentences(source)
+        named = [i for i, s in enumerate(sentences) if key_overlap(names, s) > 0]
+        near = {j for i in named for j in (i, i + 1) if j < len(sentences)}
+        if not named or any(is_grounded(answer, sentences[j]) for j in near):
+            return None
+        keys = question_keys(query)
+        best = sorted(named, key=lambda i: -key_overlap(keys, sentences[i]))[:NAMED_SENTENCES]
+        read = sorted({j for i in best for j in (i, i + 1) if j < len(sentences)})
+        return " ".join(sentences[j] for j in read)
 
     async def _teach(
         self,

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 
 import pytest
 from fakes import ScriptedFakeModel, facts, make_document
@@ -632,3 +633,46 @@ def test_the_judges_numeral_is_written_in_the_contexts_words(index):
     assert r.hit and r.answer == r.judge_answer == "four" and r.checks["in_context"]
     # the fake's own answer from the same summary: no numeral, nothing changes
     assert retriever(index, model).retrieve("What is the garden item 0?").answer == "value 0a"
+
+
+SEASON = (
+    "The lease item 0 is value 0a. Peyton Manning threw 9 touchdowns in the season. "
+    "The lease item 1 is value 1b. In contrast, Brock Osweiler threw 10 touchdowns. "
+    "Peyton Manning retired after the final. He threw 4 picks in the season."
+)
+
+
+def _first_figure(messages) -> str:
+    """A reader that takes the first figure before the asked-for word ("How many
+    touchdowns ...") in the document it is given, whoever it belongs to: the 1.5B model's
+    misreading of SQuAD c03 (issue 26 item 5)."""
+    document = messages[0]["content"].split("<document>", 1)[-1]
+    word = re.search(r"How many (\w+)", messages[-1]["content"]).group(1)
+    m = re.search(rf"(\d+) {word}", document)
+    answer = m.group(1) if m else "I don't know"
+    return json.dumps({"answers": [{"id": 1, "answer": answer}]})
+
+
+@pytest.mark.parametrize("check_names", [True, False])
+def test_a_source_answer_off_a_sentence_not_naming_the_query_is_read_again(index, check_names):
+    """The answer's sentence names Manning, the query Osweiler: with ``check_names`` the
+    source is read again from the sentences naming Osweiler (one more call), and that
+    answer joins the bank; a query whose answer's sentence names what it asks about, or
+    follows a sentence that does, is read once."""
+    model = ScriptedFakeModel(thesis_facts=1)
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    doc = SourceDocument(doc_id="season", text=SEASON, source="season.txt", title="Season")
+    asyncio.run(index.aingest([doc], engine))
+    model.script["source_answer"] = [_first_figure] * 5
+    q = "How many touchdowns did Brock Osweiler throw?"
+    index.store.enqueue("season", q)
+    (outcome,) = Refiner(index, engine, check_names=check_names).run_once()
+    assert outcome.answer == ("10" if check_names else "9")
+    assert model.counts["source_answer"] == (2 if check_names else 1)
+    assert index.store.answered_miss(q) == ("season", [outcome.answer])
+    # the answer's sentence names Manning, or follows one that does ("He threw"): read once
+    for asked, answer in [("touchdowns", "9"), ("picks", "4")]:
+        calls = model.counts["source_answer"]
+        index.store.enqueue("season", f"How many {asked} did Peyton Manning throw?")
+        (named,) = Refiner(index, engine, check_names=check_names).run_once()
+        assert named.answer == answer and model.counts["source_answer"] == calls + 1
