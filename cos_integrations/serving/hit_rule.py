@@ -426,6 +426,8 @@ def _stem(word: str) -> str:
 # the share of a question's key words one sentence must hold to support an answer
 # (is_supported) or to be read at all by a focused hit context (focus_sentences)
 SUPPORT_OVERLAP = 0.5
+# how many sentences naming a question's names a second reading reads (named_sentences)
+NAMED_SENTENCES = 4
 
 
 def question_keys(question: str, *, exclude: str | None = None) -> set[str]:
@@ -512,6 +514,37 @@ def supporting_sentence(
         if overlap >= min_overlap and overlap > 0 and (best is None or overlap > best[0]):
             best = (overlap, sentence)
     return best[1] if best else None
+
+
+def named_sentences(
+    answer: str, question: str, context: str, *, limit: int = NAMED_SENTENCES
+) -> str | None:
+    """What to read again when ``answer`` is about something else than ``question``: when
+    the question names something (:func:`question_names`) that sentences of ``context``
+    name, but no sentence holding ``answer`` names it or follows one that does (a
+    pronoun's sentence), the ``limit`` sentences naming it with the most key words, each
+    with the sentence after it, in context order; else ``None``.
+
+    Example:
+        >>> ctx = ("Manning threw nine touchdowns. The weather was cold. "
+        ...        "Osweiler threw 10 touchdowns.")
+        >>> named_sentences("9", "How many touchdowns did Brock Osweiler throw?", ctx)
+        'Osweiler threw 10 touchdowns.'
+        >>> named_sentences("10", "How many touchdowns did Brock Osweiler throw?", ctx) is None
+        True
+    """
+    names = question_names(question)
+    if not names:
+        return None
+    sentences = split_sentences(context)
+    named = [i for i, s in enumerate(sentences) if key_overlap(names, s) > 0]
+    near = {j for i in named for j in (i, i + 1) if j < len(sentences)}
+    if not named or any(is_grounded(answer, sentences[j]) for j in near):
+        return None
+    keys = question_keys(question)
+    best = sorted(named, key=lambda i: -key_overlap(keys, sentences[i]))[:limit]
+    read = sorted({j for i in best for j in (i, i + 1) if j < len(sentences)})
+    return " ".join(sentences[j] for j in read)
 
 
 def focus_sentences(

@@ -51,13 +51,7 @@ from cos_integrations.defaults import (
 )
 from cos_integrations.errors import CoSError
 from cos_integrations.metrics import is_unanswered, normalize_answer
-from cos_integrations.serving.hit_rule import (
-    is_grounded,
-    key_overlap,
-    question_keys,
-    question_names,
-    supporting_sentence,
-)
+from cos_integrations.serving.hit_rule import is_grounded, named_sentences, supporting_sentence
 from cos_integrations.serving.index import CoSIndex
 from cos_integrations.storage.refine_queue import (
     ALREADY_HELD,
@@ -70,7 +64,7 @@ from cos_integrations.summarize.guard import summary_flags
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
 from cos_integrations.summarize.questions import ParseError, QAPair, parse_answers, parse_summary
 from cos_integrations.sync import run_sync
-from cos_integrations.text import complete_sentences, split_sentences
+from cos_integrations.text import complete_sentences
 from cos_integrations.usage import Usage
 
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
@@ -80,9 +74,6 @@ __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
 # next document of the chunk ranking (``retarget``): a source whose answer no sentence of it
 # supports, or whose sentence does not make the summary answer, has likely read a sibling
 # passage's fact (measured: tiered-5-retry).
-
-# how many sentences naming the query's names a second reading of the source reads
-NAMED_SENTENCES = 4
 
 log = logging.getLogger(__name__)
 
@@ -335,11 +326,11 @@ class Refiner:
     async def _source_answer(self, source: str, query: str, run: ModelRun) -> str | None:
         """The source's answer to ``query``; ``None`` when the source does not hold one.
         With :attr:`check_names`, an answer read off a sentence that names none of the
-        query's names is read again from the sentences that do (:meth:`_named_reading`)."""
+        query's names is read again from the sentences that do (:func:`named_sentences`)."""
         answer = await self._read(source, query, run)
         if answer is None or not self.check_names:
             return answer
-        named = self._named_reading(source, query, answer)
+        named = named_sentences(answer, query, source)
         if named is None:
             return answer
         again = await self._read(named, query, run, task="source_answer_named")
@@ -364,26 +355,6 @@ class Refiner:
         if normalize_answer(answer) in _NO_ONE:  # the source names no one: it is silent
             return None
         return answer
-
-    @staticmethod
-    def _named_reading(source: str, query: str, answer: str) -> str | None:
-        """What to read again when ``answer`` is about something else: when the query names
-        something (:func:`question_names`) that sentences of the source name, but no
-        sentence holding ``answer`` names it or follows one that does (a pronoun's
-        sentence), the :data:`NAMED_SENTENCES` naming it with the most key words, each with
-        the sentence after it, in source order; else ``None``."""
-        names = question_names(query)
-        if not names:
-            return None
-        sentences = split_sentences(source)
-        named = [i for i, s in enumerate(sentences) if key_overlap(names, s) > 0]
-        near = {j for i in named for j in (i, i + 1) if j < len(sentences)}
-        if not named or any(is_grounded(answer, sentences[j]) for j in near):
-            return None
-        keys = question_keys(query)
-        best = sorted(named, key=lambda i: -key_overlap(keys, sentences[i]))[:NAMED_SENTENCES]
-        read = sorted({j for i in best for j in (i, i + 1) if j < len(sentences)})
-        return " ".join(sentences[j] for j in read)
 
     async def _teach(
         self,
