@@ -15,6 +15,7 @@ from rich.table import Table
 from cos_integrations.cli.common import (
     AnsweredMissesOpt,
     BaseUrlOpt,
+    CheckNamesOpt,
     ChromaOpt,
     HitContextOpt,
     IndexOpt,
@@ -41,6 +42,7 @@ from cos_integrations.cli.common import (
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
     DEFAULT_PRESET,
+    DEFAULT_REFINE_CHECK_NAMES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     DeepenStrategy,
@@ -342,6 +344,7 @@ def refine(
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
     teach: TeachOpt = DEFAULT_REFINE_TEACH,
     retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
+    check_names: CheckNamesOpt = DEFAULT_REFINE_CHECK_NAMES,
     deepen: Annotated[
         int,
         typer.Option(
@@ -372,6 +375,7 @@ def refine(
             raise typer.BadParameter("--deepen runs in one process: drop --workers")
         args = ["--index", str(index), "--poll", str(poll), "--teach", teach]
         args += ["--retarget", str(retarget)]
+        args += ["--check-names" if check_names else "--no-check-names"]
         args += ["--watch"] if watch else []
         for opt, val in [*choice.items(), ("chroma_url", chroma_url)]:
             if val:
@@ -388,7 +392,13 @@ def refine(
 
     with open_model(**choice, n_ctx=idx.config.context_tokens, echo=console.print) as llm:
         engine = ChainOfSummaries(llm, idx.config)
-        refiner = Refiner(idx, engine, teach=teach, retarget=retarget)  # type: ignore[arg-type]
+        refiner = Refiner(
+            idx,
+            engine,
+            teach=teach,  # type: ignore[arg-type]
+            retarget=retarget,
+            check_names=check_names,
+        )
         failed = 0
         while True:
             failed += _refine_round(refiner, deepen, deepen_strategy)

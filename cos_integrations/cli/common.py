@@ -28,6 +28,7 @@ __all__ = [
     "HitContextOpt",
     "TeachOpt",
     "RetargetOpt",
+    "CheckNamesOpt",
     "RejectEchoOpt",
     "RequireSupportOpt",
     "VerifyChunkOpt",
@@ -117,6 +118,14 @@ RetargetOpt = Annotated[
         help="In how many documents a refine job looks for a missed query's answer: its "
         "own, then, while the sources are silent, the next of the collection's chunk "
         "ranking for the query (1: its own only).",
+    ),
+]
+CheckNamesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--check-names/--no-check-names",
+        help="A refine job's source answer found in no sentence about what the query names "
+        "is read again from the sentences that are (one more call).",
     ),
 ]
 RejectEchoOpt = Annotated[

@@ -13,6 +13,7 @@ from rich.table import Table
 from cos_integrations.cli.common import (
     AnsweredMissesOpt,
     BaseUrlOpt,
+    CheckNamesOpt,
     HitContextOpt,
     JudgeOpt,
     LocalOpt,
@@ -31,7 +32,12 @@ from cos_integrations.cli.common import (
     rule_levers,
     setup_logging,
 )
-from cos_integrations.defaults import DEFAULT_REFINE_RETARGET, DEFAULT_REFINE_TEACH, PresetName
+from cos_integrations.defaults import (
+    DEFAULT_REFINE_CHECK_NAMES,
+    DEFAULT_REFINE_RETARGET,
+    DEFAULT_REFINE_TEACH,
+    PresetName,
+)
 from cos_integrations.research.jsonl import existing
 
 __all__ = ["app"]
@@ -195,6 +201,7 @@ def eval_command(
     refine_from_traffic: RefineFromTrafficOpt = False,
     refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
     refine_retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
+    refine_check_names: CheckNamesOpt = DEFAULT_REFINE_CHECK_NAMES,
     k: KOpt = 2,
     threshold: ThresholdOpt = None,
     judge: JudgeOpt = None,
@@ -247,6 +254,7 @@ def eval_command(
             repeat_traffic=repeat_traffic,
             refine_teach=refine_teach,
             refine_retarget=refine_retarget,
+            refine_check_names=refine_check_names,
         )
         config = _config(
             preset,

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cos_integrations.defaults import (
+    DEFAULT_REFINE_CHECK_NAMES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     RefineTeach,
@@ -256,6 +257,11 @@ class RetrievalEvalOptions(BaseModel):
         ge=1,
         description="refine_from_traffic: in how many documents of the chunk ranking a "
         "refine job looks for a query's answer (Refiner(retarget=))",
+    )
+    refine_check_names: bool = Field(
+        DEFAULT_REFINE_CHECK_NAMES,
+        description="refine_from_traffic: read a source answer again from the sentences "
+        "naming what the query names when its own sentence does not (Refiner(check_names=))",
     )
     deepen: Literal["cos", "cos-extract"] | None = Field(
         None,
@@ -669,7 +675,13 @@ async def _traffic_step(
 
     rec["traffic"] = [await fallback(q, traffic=True) for q in traffic]
     engine = ChainOfSummaries(llm, config)
-    refiner = Refiner(index, engine, teach=options.refine_teach, retarget=options.refine_retarget)
+    refiner = Refiner(
+        index,
+        engine,
+        teach=options.refine_teach,
+        retarget=options.refine_retarget,
+        check_names=options.refine_check_names,
+    )
     outcomes = await refiner.arun_once()
     rec["refine"] = [
         {"doc_id": o.doc_id, "query": o.query, "status": o.status, "reason": o.reason}
@@ -1046,6 +1058,7 @@ _LATER_OPTIONS: dict[tuple[str, ...], Any] = {
     ("retrieval", "rule", "answered_misses"): False,
     ("retrieval", "rule", "answered_miss_similarity"): None,
     ("retrieval", "refine_retarget"): 1,
+    ("retrieval", "refine_check_names"): False,
 }
 
 

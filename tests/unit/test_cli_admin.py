@@ -164,7 +164,9 @@ def test_every_command_is_on_one_app_and_refine_flags_exclude_each_other(built):
     res = runner.invoke(app, ["refine", "--once", "--watch", "--index", str(built.path)])
     assert res.exit_code == 2
     assert "exclude each other" in res.output
-    assert "no pending refine jobs" in cli("refine", "--once", "--index", str(built.path)).output
+    for flag in ("--check-names", "--no-check-names"):
+        out = cli("refine", "--once", flag, "--index", str(built.path)).output
+        assert "no pending refine jobs" in out
 
 
 def test_query_answers_with_the_indexs_recorded_rule_and_options_change_it(built):
