@@ -103,8 +103,10 @@ def test_cli_workers_use_the_store_named_on_the_command_line(postgres_url, tmp_p
         args += ["--store-url", postgres_url, "--workers", "2"]
         args += ["--base-url", srv.base_url, "--model", "fake"]
         proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    # (a worker may find no pending job: the other can take all four before it starts; a
+    # worker that opened any other store would fail without the password or leave a SQLite
+    # file beside the index, both checked)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "no pending refine jobs" not in proc.stdout
     reopened = CoSIndex(path, store_url=postgres_url)
     try:
         finals = {j.id: j.status for j in reopened.store.jobs()}
