@@ -76,6 +76,7 @@ __all__ = [
     "EVIDENCE",
     "apply_legacy",
     "question_names",
+    "named_sentences",
     *EVIDENCE,
 ]
 
