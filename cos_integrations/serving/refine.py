@@ -69,12 +69,6 @@ from cos_integrations.usage import Usage
 
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
 
-# Why an extractive teaching did not publish (a rejected job's reason, stored with the job:
-# see cos_integrations.storage.refine_queue). All but ALREADY_HELD send the query on to the
-# next document of the chunk ranking (``retarget``): a source whose answer no sentence of it
-# supports, or whose sentence does not make the summary answer, has likely read a sibling
-# passage's fact (measured: tiered-5-retry).
-
 log = logging.getLogger(__name__)
 
 

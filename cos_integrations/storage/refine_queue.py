@@ -27,7 +27,9 @@ __all__ = ["ALREADY_HELD", "STILL_MISSES", "UNSUPPORTED", "RefineJob", "RefineQu
 # Why a refine job's extractive teaching did not publish: a rejected job's stored result.
 # ALREADY_HELD means the document is right (its summary already holds the source's
 # answering sentence), so a repeat of the query is routed there like a taught one
-# (SummaryStore.answered_miss); the other two send the query on to the next document.
+# (SummaryStore.answered_miss); the other two send the query on to the next document of
+# the chunk ranking (Refiner's retarget): such a source has likely read a sibling passage's
+# fact (measured: tiered-5-retry).
 UNSUPPORTED = "no sentence of the source holds the answer and the query's key words"
 ALREADY_HELD = "the summary already holds the source's sentence that answers the query"
 STILL_MISSES = "the summary with the source's sentence still does not answer the query"
