@@ -201,7 +201,26 @@ class RaptorPeer:
         self.retriever.summary_module.show_progress = False
 
     async def abuild(self, docs: Sequence[PeerDoc]) -> None:
-        await self.retriever.insert(_documents(docs))
+        """Insert ``docs``: the pack's own tree, one tree for the same documents.
+
+        The pack seeds Python's ``random`` with its ``RANDOM_SEED`` "for reproducibility",
+        but its UMAP draws from numpy's global generator and, unseeded, runs in parallel
+        threads, so the clusters (and with them every summary prompt) change from run to
+        run, and a stopped build could not resume from its call record. The build runs
+        with numpy's generator seeded with the pack's seed and one numba thread (what UMAP
+        itself does when given a seed); both are put back afterwards."""
+        import numba
+        import numpy as np
+        from llama_index.packs.raptor.clustering import RANDOM_SEED
+
+        state, threads = np.random.get_state(), numba.get_num_threads()
+        np.random.seed(RANDOM_SEED)
+        numba.set_num_threads(1)
+        try:
+            await self.retriever.insert(_documents(docs))
+        finally:
+            numba.set_num_threads(threads)
+            np.random.set_state(state)
 
     async def aretrieve(self, query: str) -> list[SearchHit]:
         return _hits(await self.retriever.aretrieve(query), "chunk")

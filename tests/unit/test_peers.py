@@ -8,6 +8,7 @@ import asyncio
 import importlib
 import json
 import os
+import random
 
 import pytest
 from fakes import ScriptedFakeModel, make_document
@@ -130,6 +131,59 @@ def test_a_stopped_peer_build_resumes_from_its_call_record(name, tmp_path):
         extra = PeerDoc("d9", "T9", make_document(12, topic="parking", prefix="parking "))
         asyncio.run(load_peer(name, setup).abuild([*_docs(), extra]))
     assert len(more.calls) == 1  # the new document's summary; the three others replayed
+
+
+def test_a_raptor_build_that_clusters_with_umap_is_one_tree_and_resumes(tmp_path, monkeypatch):
+    """Past 11 chunks the RAPTOR pack clusters with UMAP, which draws from numpy's global
+    generator: built twice in one process, the generator elsewhere each time, the same
+    documents give the same requests (the second build replays every call from the
+    record), and the generator is left where it stood."""
+    import numpy as np
+    import umap
+
+    from cos_integrations.research.peers import CallRecord
+
+    fits = []
+    fit_transform = umap.UMAP.fit_transform
+
+    def counted(self, *args, **kwargs):  # the real fit, counted
+        fits.append(len(args[0]))
+        return fit_transform(self, *args, **kwargs)
+
+    monkeypatch.setattr(umap.UMAP, "fit_transform", counted)
+    # ~50 chunks of varied sentences: make_document's near-identical facts leave the
+    # pack's mixture models (one to n-1 components) with collapsed samples, and they fail
+    words = "apple river stone cloud engine garden lease parking oven violin tiger".split()
+
+    def text(seed: int) -> str:
+        pick = random.Random(seed).choice
+        return " ".join(
+            f"The {pick(words)} {pick(words)} of part {j} is {pick(words)}." for j in range(24)
+        )
+
+    docs = [PeerDoc(f"d{i}", f"T{i}", text(i)) for i in range(6)]
+    path = tmp_path / "peer-calls.jsonl"
+
+    def build(model, draws):
+        np.random.rand(draws)  # the generator somewhere else before each build
+        before = np.random.get_state()[1].copy()
+        with FakeOpenAIServer(model) as server:
+            setup = _setup(server)
+            setup.chunk_words = 30
+            setup.record = CallRecord(path)
+            asyncio.run(load_peer("raptor", setup).abuild(docs))
+        assert (np.random.get_state()[1] == before).all()
+        return setup
+
+    first_model = ScriptedFakeModel(thesis_facts=3)
+    first = build(first_model, 3)
+    assert fits and max(fits) > 11, fits  # UMAP ran on the leaf chunks
+    made = len(first_model.calls)
+    assert made >= 2
+    again_model = ScriptedFakeModel(thesis_facts=3)
+    again = build(again_model, 17)
+    assert again_model.calls == [], f"{len(again_model.calls)} of {made} calls made again"
+    assert again.meter.total == first.meter.total
 
 
 def test_a_peer_needs_an_endpoint_and_names_are_checked():
