@@ -201,14 +201,17 @@ class RaptorPeer:
         self.retriever.summary_module.show_progress = False
 
     async def abuild(self, docs: Sequence[PeerDoc]) -> None:
-        """Insert ``docs``: the pack's own tree, one tree for the same documents.
+        """Insert ``docs``: the pack's own tree, the same clusters for the same vectors.
 
         The pack seeds Python's ``random`` with its ``RANDOM_SEED`` "for reproducibility",
         but its UMAP draws from numpy's global generator and, unseeded, runs in parallel
         threads, so the clusters (and with them every summary prompt) change from run to
         run, and a stopped build could not resume from its call record. The build runs
         with numpy's generator seeded with the pack's seed and one numba thread (what UMAP
-        itself does when given a seed); both are put back afterwards."""
+        itself does when given a seed); both are put back afterwards. Not yet enough on
+        the 200-document collection: a second process replayed 12 of 83 recorded calls,
+        its vectors differing from the eval process's (BENCHMARKS.md, "A collection of 200
+        documents")."""
         import numba
         import numpy as np
         from llama_index.packs.raptor.clustering import RANDOM_SEED
