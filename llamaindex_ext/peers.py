@@ -208,10 +208,10 @@ class RaptorPeer:
         threads, so the clusters (and with them every summary prompt) change from run to
         run, and a stopped build could not resume from its call record. The build runs
         with numpy's generator seeded with the pack's seed and one numba thread (what UMAP
-        itself does when given a seed); both are put back afterwards. Not yet enough on
-        the 200-document collection: a second process replayed 12 of 83 recorded calls,
-        its vectors differing from the eval process's (BENCHMARKS.md, "A collection of 200
-        documents")."""
+        itself does when given a seed); both are put back afterwards. On the 200-document
+        collection `cos eval` resumed a stopped build with all 83 recorded calls replayed;
+        a script that embedded the chunks its own way replayed 12, so a resume needs the
+        same vectors too (BENCHMARKS.md, "A collection of 200 documents")."""
         import numba
         import numpy as np
         from llama_index.packs.raptor.clustering import RANDOM_SEED
