@@ -1,15 +1,14 @@
 """Defaults chosen by measurement, in one place, in a module that imports nothing heavy
 (the CLI reads them while it starts; ``cos --help`` must not load a model client).
 
-The hit rule's defaults were chosen by the ablation in BENCHMARKS.md ("The product against
-plain chunk RAG"): with the 1.5B model, the best summary plus its document's best chunk, and
-an answer that one sentence of that context supports, made hits as trustworthy as the
-source; cutting that context to its sentences on the query (``"focused"``) kept F1 and took
-the context tokens a question below plain top-2 chunk RAG's (363 against 496 on 30 SQuAD
-chunks, F1 0.706 against 0.670). The threshold is tuned to e5's cosine scores (median 0.83
-for a question and its best summary): 0.84 saved context tokens but kept a refined summary
-from being asked at all in the quick start (its similarity rose to 0.832), so refinement
-could not teach; 0.80 keeps it.
+The hit rule's defaults were chosen by measurement (BENCHMARKS.md): the judge reads the best
+summary and its document's best chunk cut to the sentences on the query (``"focused"``;
+cutting took the context tokens a question below plain top-2 chunk RAG's, 363 against 496
+on 30 SQuAD chunks), and replies with a verbatim quote that must be in what it read (the
+grounded decision, measured on four kinds of text in "Four kinds of text"). The threshold
+is tuned to e5's cosine scores (median 0.83 for a question and its best summary): 0.84
+saved context tokens but kept a refined summary from being asked at all in the quick start
+(its similarity rose to 0.832), so refinement could not teach; 0.80 keeps it.
 
 Example:
     >>> from cos_integrations.defaults import DEFAULT_THRESHOLD, HIT_CONTEXTS
@@ -30,10 +29,6 @@ __all__ = [
     "HIT_CONTEXTS",
     "DEFAULT_THRESHOLD",
     "DEFAULT_HIT_CONTEXT",
-    "DEFAULT_REJECT_ECHO",
-    "DEFAULT_REQUIRE_SUPPORT",
-    "DEFAULT_VERIFY_CHUNK",
-    "DEFAULT_VERIFY_ROUTE",
     "DEFAULT_ANSWERED_MISSES",
     "FOCUS_SENTENCES",
     "PRESET_NAMES",
@@ -46,40 +41,30 @@ __all__ = [
     "REFINE_TEACH",
     "DEFAULT_REFINE_TEACH",
     "DEFAULT_REFINE_RETARGET",
-    "DEFAULT_REFINE_CHECK_NAMES",
 ]
 
 # who decides a hit: the similarity alone, or the model answering from the hit context
 Judge = Literal["score", "llm"]
 HitContext = Literal["summaries", "best", "best+chunk", "focused"]
 HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk", "focused")
-# the most sentences a "focused" hit context keeps (hit_rule.focus_sentences)
+# the most sentences a "focused" hit context keeps (HitRule.focus_sentences; windows of two
+# sentences ranked by the index's embedding, retrieval.focus_items)
 FOCUS_SENTENCES = 4
 
 DEFAULT_THRESHOLD = 0.80
 DEFAULT_HIT_CONTEXT: HitContext = "focused"  # judge="llm"; judge="score" returns k summaries
-DEFAULT_REJECT_ECHO = False
-DEFAULT_REQUIRE_SUPPORT = True
-DEFAULT_VERIFY_CHUNK = False
-# With the model judge, ask it only when the best summary's document also holds the top
-# source chunk of the whole collection (one chunk search, which a miss needs anyway): on
-# the 30 SQuAD chunks it kept F1 (0.699 against 0.698) and cut context tokens by 19%
-# (612 against 753 a question), because a query the two searches route apart is a miss
-# whose judge call was wasted (BENCHMARKS.md, "routing agreement"). None: on for
-# judge="llm", off for judge="score" (not measured there).
-DEFAULT_VERIFY_ROUTE: bool | None = None
 # HitRule.answered_misses: a query asked again after it missed, whose answer a refine job
 # found in a document's source (the query joined that document's bank, origin "miss"),
-# goes to that document past the threshold and the routing check (exact repeats only),
-# with the source sentence holding that answer read first; the judge's checks decide, and
-# its answer agreeing with the job's stands in for the support sentence. On 5 SQuAD chunks
+# goes to that document past the threshold and the routing check, with the source sentence
+# holding that answer read first; the judge's grounding checks decide. On 5 SQuAD chunks
 # (the tiered-5 command of BENCHMARKS.md, issue 26 item 5), with Refiner(retarget=3):
 # 7 of the 11 repeated misses hit (F1 of those 0.286 as misses, 0.810 as hits), none with
 # it off; the unseen test questions unchanged. Without the sentence and the agreement
 # (tiered-5-answered) it made 1 hit, a wrong one.
 DEFAULT_ANSWERED_MISSES = True
-# HitRule.answered_miss_similarity: a query whose vector is at least this close (cosine) to
-# an answered miss's question takes that miss's route too, and hits only when the judge's
+# The paraphrase route of answered_misses (retrieval.PARAPHRASE_SIMILARITY): a query whose
+# vector is at least this close (cosine) to an answered miss's question takes that miss's
+# route too, and hits only when the judge's
 # answer agrees with the one the refine job found (same numbers; else the usual route
 # decides, one more judge call). None: exact repeats only. On the tiered-5 command
 # (tiered-5-para2 against tiered-5-agree, which had None): paraphrases of the 11 repeated
@@ -89,7 +74,7 @@ DEFAULT_ANSWERED_MISSES = True
 # 0.95: the generator's paraphrases of those questions sat at 0.956-0.998 (e5), distinct
 # questions of the same chunks at <= 0.930; on the other dev chunks 0.95 alone is 29%
 # precise for "same answer", so the agreement, not the bar, keeps it right.
-DEFAULT_ANSWERED_MISS_SIMILARITY: float | None = 0.95
+DEFAULT_ANSWERED_MISS_SIMILARITY = 0.95
 
 # A calibrated threshold (CoSIndex.calibrate_threshold) is this quantile of the known
 # questions' similarity to their own summary: on the 30 SQuAD chunks' traffic questions
@@ -146,17 +131,3 @@ DEFAULT_REFINE_TEACH: RefineTeach = "extract"
 # one repeat and one test question moved from a sibling chunk to their own, 0.67 -> 1.0,
 # none worse; 8.6 refine calls a document against 6.8).
 DEFAULT_REFINE_RETARGET = 3
-
-# Refiner(check_names=): a source answer found in no sentence that names one of the
-# question's names ("Brock Osweiler") or follows one that does, while such sentences exist,
-# is read again from those sentences (one more call), and that answer is kept when they hold
-# it: the small model reads a sibling's figure off a sentence beside the one asked about. On
-# the 7,015 dev SQuAD questions it would fire on 262 (3.7%) of the gold answers (a pronoun
-# or a name the question spells otherwise), where the second reading's "I don't know" keeps
-# the first answer. On the tiered-5 command (tiered-5-names against tiered-5-held): repeats
-# of missed traffic 8 -> 9 of 10 (Osweiler's "10", read "9" off Manning's sentence before),
-# paraphrases 7 -> 8; on the next 5 chunks (tiered-c05-c09-names) unseen test questions
-# 0.765 -> 0.779 after refinement (no loss against before it), test hit rate 36% -> 44%;
-# refine calls 8.6 -> 9.0 and 6.2 -> 7.0 a document. See BENCHMARKS.md, "Then: a source
-# answer must be about what was asked".
-DEFAULT_REFINE_CHECK_NAMES = True

@@ -2,7 +2,9 @@
 
 Normalisation follows the official SQuAD v1.1 script (and TriviaQA's, which also turns
 underscores into spaces): lowercase, punctuation to space, drop ``a``/``an``/``the``,
-collapse whitespace. Scores against several gold aliases take the maximum.
+collapse whitespace; in another language, as MLQA's script does (``language=``: that
+language's articles, and Chinese scored by character). Scores against several gold aliases
+take the maximum.
 
 Example:
     >>> squad_f1("the Eiffel Tower", ["Eiffel tower in Paris"])
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
@@ -25,13 +28,16 @@ __all__ = [
 ]
 
 
+# the hit rule's evidence checks that lived here until 0.1 (now in serving/hit_rule.py)
+MOVED_TO_HIT_RULE = ("is_grounded", "answers_agree", "echoes_question", "supporting_sentence")
+
+
 def __getattr__(name: str) -> object:
     """The hit rule's evidence checks, which lived here until 0.1 and moved to
-    ``hit_rule.py`` (``hit_rule.EVIDENCE``), with a warning, for one release (gone in 0.3)."""
+    ``hit_rule.py``, with a warning, for one release (gone in 0.3)."""
     import importlib
 
-    hit_rule = importlib.import_module("cos_integrations.serving.hit_rule")
-    if name in hit_rule.EVIDENCE:
+    if name in MOVED_TO_HIT_RULE:
         import warnings
 
         warnings.warn(
@@ -40,11 +46,18 @@ def __getattr__(name: str) -> object:
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(hit_rule, name)
+        return getattr(importlib.import_module("cos_integrations.serving.hit_rule"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+# MLQA's articles per language (its evaluation script); Chinese is compared by character
+_LANGUAGE_ARTICLES = {
+    "en": _ARTICLES,
+    "de": re.compile(r"\b(der|die|das|des|dem|den|ein|eine|einer|eines|einem|einen)\b"),
+    "es": re.compile(r"\b(un|una|unos|unas|el|la|los|las)\b"),
+    "vi": re.compile(r"\b(của|là|cái|chiếc|những)\b"),
+}
 _PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—", "´"}
 _UNANSWERED = {
     "i don t know",
@@ -63,11 +76,26 @@ _UNANSWERED = {
 }
 
 
-def normalize_answer(text: str) -> str:
-    """Lowercase, punctuation and underscores to space, drop articles, collapse spaces."""
+def normalize_answer(text: str, language: str = "en") -> str:
+    """Lowercase, punctuation and underscores to space, drop the ``language``'s articles,
+    collapse spaces (Chinese: one token a character, as MLQA scores it).
+
+    Example:
+        >>> normalize_answer("The Rhine"), normalize_answer("der Rhein", "de")
+        ('rhine', 'rhein')
+    """
     text = text.lower().replace("_", " ")
-    text = "".join(" " if ch in _PUNCT else ch for ch in text)
-    text = _ARTICLES.sub(" ", text)
+    if language == "en":  # the SQuAD script's ASCII punctuation (and the store's keys)
+        text = "".join(" " if ch in _PUNCT else ch for ch in text)
+    else:  # MLQA's: every Unicode punctuation mark
+        text = "".join(
+            " " if ch in _PUNCT or unicodedata.category(ch).startswith("P") else ch for ch in text
+        )
+    articles = _LANGUAGE_ARTICLES.get(language.split("-")[0].lower())
+    if articles is not None:
+        text = articles.sub(" ", text)
+    if language.startswith("zh"):
+        text = " ".join(ch for ch in text if not ch.isspace())
     return " ".join(text.split())
 
 
@@ -85,9 +113,9 @@ def _aliases(gold: str | Iterable[str]) -> list[str]:
     return [gold] if isinstance(gold, str) else list(gold)
 
 
-def _f1(prediction: str, truth: str) -> float:
-    pred = normalize_answer(prediction).split()
-    gold = normalize_answer(truth).split()
+def _f1(prediction: str, truth: str, language: str = "en") -> float:
+    pred = normalize_answer(prediction, language).split()
+    gold = normalize_answer(truth, language).split()
     if not pred or not gold:
         return float(pred == gold)
     common = Counter(pred) & Counter(gold)
@@ -99,19 +127,25 @@ def _f1(prediction: str, truth: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def squad_f1(prediction: str, gold: str | Iterable[str]) -> float:
-    """Token F1 of ``prediction`` against the best of the gold aliases (0.0 if unanswered)."""
+def squad_f1(prediction: str, gold: str | Iterable[str], language: str = "en") -> float:
+    """Token F1 of ``prediction`` against the best of the gold aliases (0.0 if unanswered),
+    normalised for ``language`` (:func:`normalize_answer`).
+
+    Example:
+        >>> squad_f1("den Rhein", ["der Rhein"], "de"), squad_f1("den Rhein", ["der Rhein"])
+        (1.0, 0.5)
+    """
     if is_unanswered(prediction):
         return 0.0
-    return max((_f1(prediction, g) for g in _aliases(gold)), default=0.0)
+    return max((_f1(prediction, g, language) for g in _aliases(gold)), default=0.0)
 
 
-def exact_match(prediction: str, gold: str | Iterable[str]) -> float:
+def exact_match(prediction: str, gold: str | Iterable[str], language: str = "en") -> float:
     """1.0 when the normalised prediction equals a normalised gold alias, else 0.0."""
     if is_unanswered(prediction):
         return 0.0
-    norm = normalize_answer(prediction)
-    return float(any(norm == normalize_answer(g) for g in _aliases(gold)))
+    norm = normalize_answer(prediction, language)
+    return float(any(norm == normalize_answer(g, language) for g in _aliases(gold)))
 
 
 def _lcs(a: list[str], b: list[str]) -> int:

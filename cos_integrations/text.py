@@ -1,11 +1,20 @@
-"""Token estimates and every text splitter: sentences, source chunks for the full-text
-collection, and sections of long documents that fit a context budget. One sentence rule
-(``_SENTENCE``: after ``.``, ``!`` or ``?``) serves them all."""
+"""Token estimates, every text splitter (sentences, source chunks for the full-text
+collection, sections of long documents that fit a context budget) and the one
+language-neutral way text is compared (:func:`text_tokens`, :func:`quote_in`).
+
+Sentences come from BlingFire's multilingual sentence breaker (``blingfire``), which needs
+no language code: on the four development sets and a list of abbreviations ("e.g.",
+"Fig. 2", "approx.", "z. B.", "C. J. Anderson", Chinese full stops) it kept the most gold
+answers inside one sentence and split the abbreviations right 10 times in 12, where ICU's
+BreakIterator did 6, pysbd 8 and the regular expression used before 5
+(``benchmarks/sentence_splitters.py``, BENCHMARKS.md)."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 
 __all__ = [
     "estimate_tokens",
@@ -15,6 +24,10 @@ __all__ = [
     "complete_sentences",
     "chunk_text",
     "TokenCounter",
+    "normalize_text",
+    "text_tokens",
+    "quote_in",
+    "tokens_in",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -34,8 +47,9 @@ def tokens_for_chars(chars: int) -> int:
     return int(chars / 3.6) + 1 if chars else 0
 
 
-# a sentence ends after . ! or ?, but not after an initial ("C. J. Anderson") or a title
-_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Ms|Dr|Jr|Sr|St|vs)\.)(?<!\bMrs\.)\s+")
+# a sentence ends after . ! or ?: only where a paragraph is too long for its section
+# (_pieces); every other split is split_sentences'
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
 
 # a line that starts a block of its own: a list item, a heading, a quote, a table row
@@ -60,23 +74,45 @@ def _paragraph_lines(text: str) -> list[str]:
     return units
 
 
+def _break_sentences(paragraph: str) -> list[str]:
+    """One paragraph's sentences, by BlingFire's multilingual sentence breaker."""
+    from blingfire import text_to_sentences
+
+    out: list[str] = []
+    for piece in text_to_sentences(paragraph).split("\n"):
+        piece = piece.strip()
+        # a piece that starts in lower case continues the sentence before it ('"Why?"
+        # asked the fox.'), and one word and a full stop before it is a title ("Mr.")
+        title = bool(out) and " " not in out[-1] and out[-1].endswith(".")
+        if out and piece and (piece[0].islower() or title):
+            out[-1] = f"{out[-1]} {piece}"
+        elif piece:
+            out.append(piece)
+    return out
+
+
 def split_sentences(text: str) -> list[str]:
-    r"""Sentences (split after ``.``, ``!`` or ``?``), stripped, empty ones dropped. A
+    r"""Sentences, stripped, empty ones dropped, in any language (BlingFire's sentence
+    breaker: abbreviations and initials do not end one; a Chinese full stop does). A
     sentence hard-wrapped over lines stays whole; a blank line, a list item or a heading
     always starts a new one.
 
     Example:
-        >>> split_sentences("One. Two! Three")
-        ['One.', 'Two!', 'Three']
-        >>> split_sentences("Running back C. J. Anderson led. Dr. Who ran.")
-        ['Running back C. J. Anderson led.', 'Dr. Who ran.']
+        >>> split_sentences("It rained. Then it snowed! Cold")
+        ['It rained.', 'Then it snowed!', 'Cold']
+        >>> split_sentences("Running back C. J. Anderson led, e.g. in week 2. Dr. Who ran.")
+        ['Running back C. J. Anderson led, e.g. in week 2.', 'Dr. Who ran.']
+        >>> split_sentences('"Where to?" asked the fox. "Home," said the hen.')
+        ['"Where to?" asked the fox.', '"Home," said the hen.']
+        >>> split_sentences("北京是中国的首都。它很大。")
+        ['北京是中国的首都。', '它很大。']
         >>> split_sentences("Bicycles must\nbe stored inside.\n\n# Keys\n- one key\n- two")
         ['Bicycles must be stored inside.', '# Keys', '- one key', '- two']
     """
     out: list[str] = []
     for line in _paragraph_lines(text):
         marker = ""
-        for piece in _SENTENCE.split(line):
+        for piece in _break_sentences(line):
             piece = piece.strip()
             if _NUMBERED.fullmatch(piece):  # "1." of a numbered item: not a sentence
                 marker = f"{marker}{piece} "
@@ -86,6 +122,90 @@ def split_sentences(text: str) -> list[str]:
         if marker:
             out.append(marker.strip())
     return out
+
+
+# scripts written without spaces between words: each character is a token
+_NO_SPACES = re.compile(
+    "([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f])"
+)
+
+
+@lru_cache(maxsize=4096)
+def normalize_text(text: str) -> str:
+    """Text as the hit path compares it, in any language: Unicode NFKC, case-folded,
+    punctuation and symbols as spaces (letters, digits and marks of every script kept),
+    characters of scripts written without spaces apart, whitespace collapsed.
+
+    Example:
+        >>> normalize_text("SARS-CoV-2 binds  ACE2 (Fig. 2).")
+        'sars cov 2 binds ace2 fig 2'
+        >>> normalize_text("Straße 5,5 km"), normalize_text("北京是首都")
+        ('strasse 5 5 km', '北 京 是 首 都')
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    kept = "".join(
+        ch if unicodedata.category(ch)[0] in "LNM" else " " for ch in _NO_SPACES.sub(r" \1 ", text)
+    )
+    return " ".join(kept.split())
+
+
+def text_tokens(text: str) -> list[str]:
+    """:func:`normalize_text`'s tokens (a word, a number, or one character of a script
+    written without spaces).
+
+    Example:
+        >>> text_tokens("Kawann Short's 11 sacks")
+        ['kawann', 'short', 's', '11', 'sacks']
+    """
+    return normalize_text(text).split()
+
+
+def quote_in(quote: str, text: str) -> bool:
+    """True when ``quote`` occurs in ``text`` word for word, compared as
+    :func:`normalize_text` writes both (case, Unicode forms, punctuation and spacing do not
+    matter); a quote cut with an ellipsis ("..." or "…") must hold each of its parts. An
+    empty quote is in no text.
+
+    Example:
+        >>> quote_in("the panthers' defense gave up 308 points", "The Panthers' defense gave "
+        ...     "up just 308 points.")
+        False
+        >>> quote_in("Panthers' defense gave up just 308 points", "The Panthers' defense "
+        ...     "gave up just 308 points.")
+        True
+        >>> quote_in("Die Verteidigung … 308 Punkte", "Die Verteidigung gab 308 Punkte ab")
+        True
+    """
+    parts = [normalize_text(p) for p in re.split(r"\.\.\.|…", quote)]
+    parts = [p for p in parts if p]
+    if not parts:
+        return False
+    haystack = f" {normalize_text(text)} "
+    return all(f" {p} " in haystack for p in parts)
+
+
+def tokens_in(text: str, where: str, *, share: float = 1.0) -> bool:
+    """True when every token of ``text`` holding a digit, and tokens making at least
+    ``share`` of its characters, occur among ``where``'s tokens (:func:`text_tokens`): an
+    answer "in" a quote or a source, in any order ("Short, Kawann"). Digits compare with
+    digits ("4" is not "four"); weighing tokens by length lets the short function words of
+    any language count for little ("in the garage" is not in "in the basement").
+
+    Example:
+        >>> tokens_in("Kawann Short", "Pro Bowl tackle Kawann Short led the team")
+        True
+        >>> tokens_in("4 sacks", "four sacks"), tokens_in("4 sacks", "4 big sacks")
+        (False, True)
+        >>> tokens_in("in the garage", "stored in the basement", share=0.5)
+        False
+    """
+    mine = text_tokens(text)
+    if not mine:
+        return False
+    have = set(text_tokens(where))
+    if any(t not in have for t in mine if any(c.isdigit() for c in t)):
+        return False
+    return sum(len(t) for t in mine if t in have) >= share * sum(len(t) for t in mine)
 
 
 def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:

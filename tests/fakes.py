@@ -59,6 +59,9 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "thesis"
     if last.startswith("Questions:\n"):
         return "answer"
+    if last.startswith("Question: ") and '"quote"' in last:
+        # the grounded reply: the hit judge reads <content>, a refine job the <document>
+        return "source_answer" if "<document>" in first else "grounded"
     if last.startswith("Answer each question using only the document"):
         return "source_answer"
     if "Refine the existing summary" in last:
@@ -186,6 +189,19 @@ class ScriptedFakeModel:
             answers.append({"id": i, "answer": ans or "I don't know"})
         return json.dumps({"answers": answers})
 
+    def _grounded(self, messages) -> str:
+        """The quote and answer from the text the prompt carries (<content> or <document>):
+        the fact sentence of the asked subject, copied, and its value; an empty pair when
+        the text does not hold it."""
+        text = _between(messages[0]["content"], "content") or self._doc(messages)
+        question = messages[-1]["content"].split("\n", 1)[0].removeprefix("Question: ")
+        m = QUESTION.search(question)
+        key = m.group(1).lower() if m else ""
+        for fact in FACT.finditer(text):
+            if fact.group(1).strip().lower() == key:
+                return json.dumps({"quote": fact.group(0), "answer": fact.group(2).strip()})
+        return json.dumps({"quote": "", "answer": ""})
+
     def _fact(self, messages) -> str:
         last = messages[-1]["content"]
         q = QUESTION.search(last)
@@ -194,6 +210,8 @@ class ScriptedFakeModel:
         return f"The {key} is {doc[key]}." if key in doc else "I don't know."
 
     def _source_answer(self, messages) -> str:
+        if messages[-1]["content"].startswith("Question: "):
+            return self._grounded(messages)
         known = facts(self._doc(messages))
         qs = re.findall(r"^\d+\. (.*)$", messages[-1]["content"].split("\n\nReply", 1)[0], re.M)
         answers = []

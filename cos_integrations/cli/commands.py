@@ -38,11 +38,11 @@ from cos_integrations.cli.common import (
     progress_bar,
     rule_levers,
     setup_logging,
+    warn_deprecated,
 )
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
     DEFAULT_PRESET,
-    DEFAULT_REFINE_CHECK_NAMES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     DeepenStrategy,
@@ -281,9 +281,18 @@ def query(
     setup_logging(verbose)
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     judge = judge or ("llm" if answer else "score")
-    levers = (judge, threshold, hit_context, reject_echo, require_support, verify_chunk)
-    answered = (answered_misses, answered_miss_similarity)
-    rule = idx.hit_rule.with_options(**rule_levers(*levers, verify_route, *answered))
+    levers = rule_levers(
+        judge,
+        threshold,
+        hit_context,
+        answered_misses,
+        reject_echo=reject_echo,
+        require_support=require_support,
+        verify_chunk=verify_chunk,
+        verify_route=verify_route,
+        answered_miss_similarity=answered_miss_similarity,
+    )
+    rule = idx.hit_rule.with_options(**levers)
     needs_model = answer or rule.judge == "llm"
 
     def show(llm) -> None:
@@ -344,7 +353,7 @@ def refine(
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
     teach: TeachOpt = DEFAULT_REFINE_TEACH,
     retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
-    check_names: CheckNamesOpt = DEFAULT_REFINE_CHECK_NAMES,
+    check_names: CheckNamesOpt = None,
     deepen: Annotated[
         int,
         typer.Option(
@@ -375,12 +384,12 @@ def refine(
             raise typer.BadParameter("--deepen runs in one process: drop --workers")
         args = ["--index", str(index), "--poll", str(poll), "--teach", teach]
         args += ["--retarget", str(retarget)]
-        args += ["--check-names" if check_names else "--no-check-names"]
         args += ["--watch"] if watch else []
         for opt, val in [*choice.items(), ("chroma_url", chroma_url)]:
             if val:
                 args += [f"--{opt.replace('_', '-')}", val]
         raise typer.Exit(_refine_workers(workers, args, store_url))
+    warn_deprecated(check_names=check_names)
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     pending = idx.store.jobs("pending")
     if not pending and not watch and not deepen:
@@ -397,7 +406,6 @@ def refine(
             engine,
             teach=teach,  # type: ignore[arg-type]
             retarget=retarget,
-            check_names=check_names,
         )
         failed = 0
         while True:

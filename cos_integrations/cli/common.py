@@ -120,53 +120,31 @@ RetargetOpt = Annotated[
         "ranking for the query (1: its own only).",
     ),
 ]
-CheckNamesOpt = Annotated[
-    bool,
-    typer.Option(
-        "--check-names/--no-check-names",
-        help="A refine job's source answer found in no sentence about what the query names "
-        "is read again from the sentences that are (one more call).",
-    ),
+# Options of before 0.2 that do nothing since the hit rule and refinement decide by a
+# grounded quote: still accepted (hidden), each with a warning, until 0.3.
+DEPRECATED = "does nothing since 0.2 (a hit needs a grounded quote); goes in 0.3"
+
+
+def _gone(flag: str) -> Any:
+    return typer.Option(flag, hidden=True, help=DEPRECATED, show_default=False)
+
+
+CheckNamesOpt = Annotated[bool | None, _gone("--check-names/--no-check-names")]
+RejectEchoOpt = Annotated[bool | None, _gone("--reject-echo/--no-reject-echo")]
+RequireSupportOpt = Annotated[bool | None, _gone("--require-support/--no-require-support")]
+VerifyChunkOpt = Annotated[bool | None, _gone("--verify-chunk/--no-verify-chunk")]
+VerifyRouteOpt = Annotated[bool | None, _gone("--verify-route/--no-verify-route")]
+ParaphraseOpt = Annotated[
+    float | None, typer.Option("--answered-miss-similarity", hidden=True, help=DEPRECATED)
 ]
-RejectEchoOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--reject-echo/--no-reject-echo",
-        help="An answer made of the question's own words is a miss (default: the hit rule's, off).",
-        show_default=False,
-        rich_help_panel=HIT_RULE,
-    ),
-]
-RequireSupportOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--require-support/--no-require-support",
-        help="One context sentence must hold the answer and the question (default: the hit "
-        "rule's, on).",
-        show_default=False,
-        rich_help_panel=HIT_RULE,
-    ),
-]
-VerifyChunkOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--verify-chunk/--no-verify-chunk",
-        help="A hit's answer must be in its document's best source chunk (default: the hit "
-        "rule's, off).",
-        show_default=False,
-        rich_help_panel=HIT_RULE,
-    ),
-]
-VerifyRouteOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--verify-route/--no-verify-route",
-        help="Ask the judge only when the best summary's document also holds the top "
-        "source chunk (default: on with --judge llm).",
-        show_default=False,
-        rich_help_panel=HIT_RULE,
-    ),
-]
+
+
+def warn_deprecated(**given: object) -> None:
+    """One warning line for each deprecated option that was given (not ``None``)."""
+    for name, value in given.items():
+        if value is not None:
+            err.print(f"[yellow]warning:[/] --{name.replace('_', '-')} {DEPRECATED}")
+
 
 AnsweredMissesOpt = Annotated[
     bool | None,
@@ -174,20 +152,6 @@ AnsweredMissesOpt = Annotated[
         "--answered-misses/--no-answered-misses",
         help="A repeat of a miss whose answer refinement found in a document's source goes "
         "to that document, past the threshold and routing (--judge llm; default: the rule's, on).",
-        show_default=False,
-        rich_help_panel=HIT_RULE,
-    ),
-]
-
-ParaphraseOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--answered-miss-similarity",
-        min=0.0,
-        max=1.0,
-        help="With --answered-misses, a query at least this close (cosine) to an answered "
-        "miss's question takes its route too; it hits only when the judge's answer agrees "
-        "with the one refinement found (default: the rule's, exact repeats only).",
         show_default=False,
         rich_help_panel=HIT_RULE,
     ),
@@ -252,23 +216,16 @@ def rule_levers(
     judge: str | None,
     threshold: float | None,
     hit_context: str | None,
-    reject_echo: bool | None,
-    require_support: bool | None,
-    verify_chunk: bool | None,
-    verify_route: bool | None,
     answered_misses: bool | None = None,
-    answered_miss_similarity: float | None = None,
+    **deprecated: object,
 ) -> dict[str, Any]:
     """The hit-rule options of ``cos query`` and ``cos eval`` as ``HitRule`` fields, for
-    ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value)."""
+    ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value);
+    the deprecated ones (``reject_echo=`` ...) are warned about and dropped."""
+    warn_deprecated(**deprecated)
     return {
         "judge": judge,
         "threshold": threshold,
         "hit_context": hit_context,
-        "reject_echo": reject_echo,
-        "require_support": require_support,
-        "verify_chunk": verify_chunk,
-        "verify_route": verify_route,
         "answered_misses": answered_misses,
-        "answered_miss_similarity": answered_miss_similarity,
     }

@@ -33,7 +33,6 @@ from cos_integrations.cli.common import (
     setup_logging,
 )
 from cos_integrations.defaults import (
-    DEFAULT_REFINE_CHECK_NAMES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     PresetName,
@@ -201,7 +200,7 @@ def eval_command(
     refine_from_traffic: RefineFromTrafficOpt = False,
     refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
     refine_retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
-    refine_check_names: CheckNamesOpt = DEFAULT_REFINE_CHECK_NAMES,
+    refine_check_names: CheckNamesOpt = None,
     k: KOpt = 2,
     threshold: ThresholdOpt = None,
     judge: JudgeOpt = None,
@@ -239,12 +238,12 @@ def eval_command(
                 judge,
                 threshold,
                 hit_context,
-                reject_echo,
-                require_support,
-                verify_chunk,
-                verify_route,
                 answered_misses,
-                answered_miss_similarity,
+                reject_echo=reject_echo,
+                require_support=require_support,
+                verify_chunk=verify_chunk,
+                verify_route=verify_route,
+                answered_miss_similarity=answered_miss_similarity,
             ),
             summary_method=summary_method,
             summaries_from=str(summaries_from) if summaries_from else None,
@@ -254,7 +253,6 @@ def eval_command(
             repeat_traffic=repeat_traffic,
             refine_teach=refine_teach,
             refine_retarget=refine_retarget,
-            refine_check_names=refine_check_names,
         )
         config = _config(
             preset,

@@ -24,7 +24,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cos_integrations.defaults import (
-    DEFAULT_REFINE_CHECK_NAMES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     RefineTeach,
@@ -95,6 +94,8 @@ class DatasetError(ValueError):
 class EvalQA(BaseModel):
     question: str
     answers: list[str] = Field(min_length=1)
+    # the language its answers are scored in (its document's; metrics.normalize_answer)
+    language: str = "en"
 
 
 class EvalDoc(BaseModel):
@@ -104,6 +105,7 @@ class EvalDoc(BaseModel):
     title: str = ""
     text: str = Field(min_length=1)
     qas: list[EvalQA] = Field(default_factory=list)
+    language: str = Field("en", description="the text's language (its answers' F1 follows it)")
 
 
 def load_dataset(
@@ -123,6 +125,8 @@ def load_dataset(
                     raise DatasetError(f"{path}, line {number}: qas: no question")
                 if not questions:
                     doc.qas = []
+                for qa in doc.qas:
+                    qa.language = doc.language
                 docs.append(doc)
             except ValidationError as exc:
                 first = exc.errors()[0]
@@ -147,8 +151,8 @@ async def _answer_all(llm: ChatModel, content: str, qas: Sequence[EvalQA]) -> tu
         answers = parse_answers(raw, len(qas))
     except ParseError:
         answers = [None] * len(qas)
-    f1 = [squad_f1(a or "", q.answers) for a, q in zip(answers, qas, strict=True)]
-    em = [exact_match(a or "", q.answers) for a, q in zip(answers, qas, strict=True)]
+    f1 = [squad_f1(a or "", q.answers, q.language) for a, q in zip(answers, qas, strict=True)]
+    em = [exact_match(a or "", q.answers, q.language) for a, q in zip(answers, qas, strict=True)]
     return sum(f1) / len(f1), sum(em) / len(em)
 
 
@@ -257,11 +261,6 @@ class RetrievalEvalOptions(BaseModel):
         ge=1,
         description="refine_from_traffic: in how many documents of the chunk ranking a "
         "refine job looks for a query's answer (Refiner(retarget=))",
-    )
-    refine_check_names: bool = Field(
-        DEFAULT_REFINE_CHECK_NAMES,
-        description="refine_from_traffic: read a source answer again from the sentences "
-        "naming what the query names when its own sentence does not (Refiner(check_names=))",
     )
     deepen: Literal["cos", "cos-extract"] | None = Field(
         None,
@@ -418,8 +417,8 @@ def _row(q: EvalQA, answer: str | None, **extra: Any) -> dict[str, Any]:
         "question": q.question,
         "gold": q.answers,
         "answer": answer,
-        "f1": squad_f1(answer or "", q.answers),
-        "em": exact_match(answer or "", q.answers),
+        "f1": squad_f1(answer or "", q.answers, q.language),
+        "em": exact_match(answer or "", q.answers, q.language),
         **extra,
     }
 
@@ -539,7 +538,8 @@ class _Asker:
             # the control for the "focused" hit context: rag's top-k chunks cut to the
             # same sentences on the query (all of them when none speaks of it)
             limit = self.options.rule.focus_sentences
-            items = focus_items(q.question, items, limit=limit) or items
+            embedder = self.index.embedder
+            items = focus_items(q.question, items, embedder=embedder, limit=limit) or items
         ans, usage = await self.answer(q, items)
         return _row(
             q,
@@ -581,7 +581,8 @@ class _Asker:
             second_score=second.score if second else None,
             second_doc=second.doc_id if second else None,
             judge_answer=res.judge_answer,
-            judge_f1=squad_f1(res.judge_answer or "", q.answers),
+            judge_f1=squad_f1(res.judge_answer or "", q.answers, q.language),
+            quote=res.quote,
             judge_context_tokens=res.judge_context_tokens,
             checks=res.checks,
             docs=[h.doc_id for h in res.items],
@@ -602,7 +603,7 @@ class _Asker:
             ans = (await self.answer(q, part))[0] if part else None
             out[name] = {
                 "answer": ans,
-                "f1": squad_f1(ans or "", q.answers),
+                "f1": squad_f1(ans or "", q.answers, q.language),
                 "context_tokens": sum(estimate_tokens(h.text) for h in part),
             }
         return out
@@ -680,7 +681,6 @@ async def _traffic_step(
         engine,
         teach=options.refine_teach,
         retarget=options.refine_retarget,
-        check_names=options.refine_check_names,
     )
     outcomes = await refiner.arun_once()
     rec["refine"] = [
@@ -702,7 +702,9 @@ async def _traffic_step(
         rec["paraphrases"] = []
         for q in traffic:
             said = await paraphrase(llm, q.question)
-            rec["paraphrases"].append(await fallback(EvalQA(question=said, answers=q.answers)))
+            rec["paraphrases"].append(
+                await fallback(EvalQA(question=said, answers=q.answers, language=q.language))
+            )
     after = [await fallback(q) for q in test]
     rec["questions_after"] = after
     rec["test_before"] = _agg(rec["questions"])

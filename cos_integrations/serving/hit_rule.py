@@ -6,87 +6,91 @@ A query's best summary is a **hit** when
    index's own, calibrated from the questions it knows at :attr:`HitRule.calibration_quantile`,
    see ``CoSIndex.calibrate_threshold``);
 2. with the model judge (``judge="llm"``), its document also holds the top source chunk of
-   the whole collection (:attr:`HitRule.verify_route`: the summary and the chunks agree on
-   where the answer is, so the judge's call is not wasted on a query the two route apart);
-3. the hit context (:attr:`HitRule.hit_context`; ``"focused"``: the sentences of the best
-   summary and its document's best chunk that hold half of the query's key words, at most
-   :attr:`HitRule.focus_sentences` of them, :func:`focus_sentences`) is not empty;
-4. the judge's answer from that context passes the required checks
-   (:meth:`HitRule.required_checks`): it is in the context (:func:`is_grounded`), one
-   sentence holds it and half the query's key words (:func:`is_supported`, on by default),
-   optionally it does not echo the query (:func:`echoes_question`) and the document's best
-   chunk holds it too (``verify_chunk``).
+   the whole collection (the summary and the chunks agree on where the answer is, so the
+   judge's call is not spent on a query the two route apart);
+3. the judge reads the hit context (:attr:`HitRule.hit_context`; ``"focused"``: the
+   sentence windows of the best summary and its document's best chunk closest to the query
+   by the index's own embedding, at most :attr:`HitRule.focus_sentences` sentences) and
+   replies, through the endpoint's structured output (:data:`GROUNDED_SCHEMA`), with a
+   verbatim **quote** from it and a short **answer**;
+4. the reply is grounded (:meth:`HitRule.check`, :func:`grounding_checks`): an answer was
+   given, the quote is in the context word for word (:func:`~cos_integrations.text.quote_in`:
+   Unicode-normalised, case, punctuation and spacing aside), the answer is in the quote, and
+   the answer is not made only of the question's own words. A reply that is not the
+   schema's JSON is a miss with a logged reason, never an exception.
+
+Nothing in the decision depends on the language: no word lists, stems or capitals; text is
+compared as :func:`~cos_integrations.text.normalize_text` writes it.
 
 A rule is a frozen value: the core retriever, both frameworks' retrievers, ``cos query``
 and ``cos eval`` take one (``rule=``), and an index records the one it was calibrated with
-(``CoSIndex.hit_rule``, in its manifest), which a retriever given no rule uses. The
-defaults are the measured ones (BENCHMARKS.md; :mod:`cos_integrations.defaults` says why).
-The evidence functions below are the rule's checks; refinement uses
-:func:`supporting_sentence` to find the sentence it appends.
+(``CoSIndex.hit_rule``, in its manifest), which a retriever given no rule uses.
 
 Example:
     >>> rule = HitRule(judge="llm")
     >>> rule.context, rule.routes, rule.required_checks()
-    ('focused', True, ['in_context', 'supported'])
-    >>> HitRule(judge="llm", require_support=False, threshold=0.85).required_checks()
-    ['in_context']
+    ('focused', True, ['answered', 'quoted', 'in_quote', 'not_echo'])
 """
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cos_integrations.defaults import (
     CALIBRATION_QUANTILE,
-    DEFAULT_ANSWERED_MISS_SIMILARITY,
     DEFAULT_ANSWERED_MISSES,
     DEFAULT_HIT_CONTEXT,
-    DEFAULT_REJECT_ECHO,
-    DEFAULT_REQUIRE_SUPPORT,
-    DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_ROUTE,
     FOCUS_SENTENCES,
     HitContext,
     Judge,
 )
-from cos_integrations.metrics import is_unanswered, normalize_answer, squad_f1
-from cos_integrations.text import split_sentences
+from cos_integrations.metrics import is_unanswered
+from cos_integrations.text import quote_in, split_sentences, text_tokens, tokens_in
 
-# the answer checks (they lived in metrics.py until 0.1, which still lends their names)
-EVIDENCE: tuple[str, ...] = (
-    "is_grounded",
-    "answers_agree",
-    "echoes_question",
-    "is_supported",
-    "supporting_sentence",
-    "question_keys",
-    "key_overlap",
-    "focus_sentences",
-    "SUPPORT_OVERLAP",
-)
 __all__ = [
     "HitRule",
     "Judge",
     "HIT_RULE_FIELDS",
-    "EVIDENCE",
+    "DEPRECATED_RULE_FIELDS",
+    "GROUNDED_SCHEMA",
+    "GroundedReply",
+    "parse_grounded",
+    "grounding_checks",
     "apply_legacy",
-    "question_names",
-    "named_sentences",
-    *EVIDENCE,
+    "is_grounded",
+    "answers_agree",
+    "echoes_question",
+    "supporting_sentence",
+    "quoted_sentences",
+    "sentence_windows",
+    "choose_windows",
 ]
+
+# the fields of before 0.2's lexical checks: accepted, with a warning, and ignored (the
+# quote replaced them; BENCHMARKS.md, "Four kinds of text"); they go in 0.3
+DEPRECATED_RULE_FIELDS: tuple[str, ...] = (
+    "reject_echo",
+    "require_support",
+    "verify_chunk",
+    "verify_route",
+    "answered_miss_similarity",
+)
 
 
 class HitRule(BaseModel):
     """When a summary answers a query, and what the judge reads (see the module docstring).
 
     Frozen: change one field with ``rule.model_copy(update={...})``. ``None`` fields take
-    the value that follows from the judge or the index (:attr:`context`, :attr:`routes`,
-    ``threshold``: the index's calibrated one).
+    the value that follows from the judge or the index (:attr:`context`; ``threshold``:
+    the index's calibrated one). The lexical checks of before (``reject_echo``,
+    ``require_support``, ``verify_chunk``, ``verify_route``, ``answered_miss_similarity``)
+    are still accepted, with a deprecation warning, and do nothing.
 
     Example:
         >>> rule = HitRule(judge="llm", threshold=0.82)
@@ -112,54 +116,45 @@ class HitRule(BaseModel):
     )
     judge: Judge = Field(
         "score",
-        description='"llm": the model must answer the query from the hit context and pass '
-        'the required checks; "score": the similarity alone decides (no model call)',
+        description='"llm": the model must answer the query from the hit context with a '
+        'quote from it, and the reply must be grounded; "score": the similarity alone '
+        "decides (no model call)",
     )
     hit_context: HitContext | None = Field(
         None,
         description='what the judge reads and a hit returns: "summaries" (those that clear '
         'the threshold), "best", "best+chunk" (the best summary and its document\'s best '
-        'chunk) or "focused" (their sentences on the query); None: "focused" with the '
-        'model judge, "summaries" without (a similarity hit returns the top-k summaries)',
+        'chunk) or "focused" (their sentence windows closest to the query); None: "focused" '
+        'with the model judge, "summaries" without (a similarity hit returns the top-k '
+        "summaries)",
     )
-    reject_echo: bool = Field(
-        DEFAULT_REJECT_ECHO,
-        description="require that the answer is not just words of the query",
-    )
-    require_support: bool = Field(
-        DEFAULT_REQUIRE_SUPPORT,
-        description="require one context sentence holding the answer and half the query's "
-        "key words (catches a plausible name picked from an unrelated sentence)",
-    )
-    verify_chunk: bool = Field(
-        DEFAULT_VERIFY_CHUNK,
-        description="require that the best summary's document's best chunk holds the answer",
-    )
-    verify_route: bool | None = Field(
-        DEFAULT_VERIFY_ROUTE,
-        description="ask the judge only when the best summary's document holds the "
-        "collection's top source chunk; None: on with the model judge, off without",
+    focus_sentences: int = Field(
+        FOCUS_SENTENCES,
+        ge=1,
+        description='the most sentences a "focused" hit context keeps (windows of two)',
     )
     answered_misses: bool = Field(
         DEFAULT_ANSWERED_MISSES,
         description="a query that missed before and whose answer a refine job then found in "
         "a document's source goes to that document, past the threshold and the routing "
-        'check (the judge and its checks still decide; judge "llm" only)',
+        "check, with the source's sentence holding it read first; a query of the same "
+        "meaning (a paraphrase) too, when the judge gives the job's answer (judge "
+        '"llm" only; the grounding checks still decide)',
     )
-    answered_miss_similarity: float | None = Field(
-        DEFAULT_ANSWERED_MISS_SIMILARITY,
-        ge=0.0,
-        le=1.0,
-        description="with answered_misses, a query this close (cosine) to an answered "
-        "miss's question takes its route too (a paraphrase); it hits only when the judge's "
-        "answer agrees with the refine job's, else the usual route decides. None: exact "
-        "repeats only",
-    )
-    focus_sentences: int = Field(
-        FOCUS_SENTENCES,
-        ge=1,
-        description='the most sentences a "focused" hit context keeps',
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_deprecated(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(k in data for k in DEPRECATED_RULE_FIELDS):
+            gone = [k for k in DEPRECATED_RULE_FIELDS if k in data]
+            warnings.warn(
+                f"HitRule({', '.join(f'{k}=' for k in gone)}) does nothing since 0.2: a hit "
+                "needs a grounded quote instead; the fields go in 0.3",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            data = {k: v for k, v in data.items() if k not in DEPRECATED_RULE_FIELDS}
+        return data
 
     @property
     def context(self) -> HitContext:
@@ -170,48 +165,28 @@ class HitRule(BaseModel):
 
     @property
     def routes(self) -> bool:
-        """Whether the routing check applies (``verify_route``, or its default for the
-        judge: on for ``"llm"``, off for ``"score"``)."""
-        return self.judge == "llm" if self.verify_route is None else self.verify_route
+        """Whether the routing check applies: with the model judge."""
+        return self.judge == "llm"
 
     def required_checks(self) -> list[str]:
-        """The checks on the judge's answer that must all pass for a hit."""
-        names = ["in_context"]
-        if self.reject_echo:
-            names.append("not_echo")
-        if self.require_support:
-            names.append("supported")
-        if self.verify_chunk:
-            names.append("in_chunk")
-        return names
+        """The checks on the judge's reply that must all pass for a hit."""
+        return list(GROUNDING_CHECKS)
 
     def check(
-        self,
-        answer: str | None,
-        query: str,
-        context: str,
-        *,
-        sources: str = "",
-        chunk: str | None = None,
+        self, reply: GroundedReply, query: str, context: str, *, sources: str = ""
     ) -> dict[str, bool]:
-        """Every check on the judge's ``answer`` (no model call): ``context`` is what it read,
-        ``sources`` the full text of its documents, ``chunk`` the best summary's document's
-        best chunk (``in_chunk`` is reported only when one is given). :meth:`passes` decides.
+        """Every check on the judge's ``reply`` (no model call): ``context`` is what it
+        read, ``sources`` the full text of its documents (``in_source``, reported only).
+        :meth:`failed` says which required ones did not pass.
 
         Example:
-            >>> HitRule(judge="llm").check("Kawann Short", "Who led the Panthers in sacks?",
-            ...     "Kawann Short led the Panthers in sacks.")["supported"]
+            >>> reply = GroundedReply("Kawann Short", "Kawann Short led the team in sacks")
+            >>> HitRule(judge="llm").check(reply, "Who led the Panthers in sacks?",
+            ...     "Pro Bowl tackle Kawann Short led the team in sacks.")["quoted"]
             True
         """
-        in_context = is_grounded(answer, context)
-        checks = {
-            "in_context": in_context,
-            "not_echo": not echoes_question(answer, query),
-            "in_source": in_context and is_grounded(answer, sources),
-            "supported": in_context and is_supported(answer, query, context),
-        }
-        if chunk is not None:
-            checks["in_chunk"] = in_context and bool(chunk) and is_grounded(answer, chunk)
+        checks = grounding_checks(reply, query, context)
+        checks["in_source"] = checks["answered"] and tokens_in(reply.answer or "", sources)
         return checks
 
     def failed(self, checks: dict[str, bool]) -> list[str]:
@@ -230,8 +205,8 @@ class HitRule(BaseModel):
         return self.model_validate({**self.model_dump(), **given}) if given else self
 
 
-# the fields a HitRule has (the legacy keyword arguments the retrievers still accept)
-HIT_RULE_FIELDS: tuple[str, ...] = tuple(HitRule.model_fields)
+# the keyword arguments the retrievers accept for a rule: its fields, and the deprecated
+HIT_RULE_FIELDS: tuple[str, ...] = (*HitRule.model_fields, *DEPRECATED_RULE_FIELDS)
 
 
 def apply_legacy(
@@ -261,60 +236,110 @@ def apply_legacy(
     return (rule or base).with_options(**legacy)
 
 
-# words that carry no content of their own in an answer or a question
-_STOP = {
-    "in",
-    "on",
-    "at",
-    "of",
-    "to",
-    "for",
-    "by",
-    "with",
-    "from",
-    "and",
-    "or",
-    "is",
-    "are",
-    "be",
-    "it",
-    "its",
-    "this",
-    "that",
-    "there",
-    "their",
-    "they",
-    "which",
-    "who",
-    "as",
-    "per",
-    "each",
+# ---------------------------------------------------------------- the grounded reply
+
+# The judge's and a refine job's reply: the quote first (the model copies its evidence,
+# then answers from it), then the answer. llama.cpp's server and OpenAI both take it.
+GROUNDED_SCHEMA: dict = {
+    "name": "grounded_answer",
+    "schema": {
+        "type": "object",
+        "properties": {"quote": {"type": "string"}, "answer": {"type": "string"}},
+        "required": ["quote", "answer"],
+        "additionalProperties": False,
+    },
 }
 
-
-# number words and the numerals they are, for answers_agree: a model answers "4" where the
-# source says "four" ("one" left out: mostly a pronoun, "no one", "one of them")
-_NUMERALS = {
-    word: str(n)
-    for n, word in enumerate(
-        "zero _ two three four five six seven eight nine ten eleven twelve thirteen "
-        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
-    )
-    if word != "_"
-} | {
-    word: str(10 * n)
-    for n, word in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)
-}
+# the checks a grounded reply must pass, in the order they are read
+GROUNDING_CHECKS: tuple[str, ...] = ("answered", "quoted", "in_quote", "not_echo")
 
 
-def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> bool:
-    """True when the answer's content words occur in ``context``: every number, and at
-    least ``min_share`` of the other words. Small models answer from unrelated text with
-    confidence; an answer that is not in what it was drawn from is not a cache hit. Words
-    are compared as written: "4" is not grounded by "four" (tried as the same word: the
-    judge's "4" then hit where the source and SQuAD's gold say "four", and scored 0); the
-    hit path first writes the judge's numerals in the context's words
-    (:func:`in_source_words`).
+class GroundedReply:
+    """A model's answer and the verbatim quote it gives for it (``error``: why the reply
+    could not be read; then both are ``None``).
+
+    Example:
+        >>> GroundedReply("1990", "It was founded in 1990.").answered
+        True
+        >>> GroundedReply("I don't know", "").answered
+        False
+    """
+
+    __slots__ = ("answer", "quote", "error")
+
+    def __init__(self, answer: str | None, quote: str | None, error: str | None = None) -> None:
+        self.answer = answer.strip() if answer else None
+        self.quote = quote.strip() if quote else None
+        self.error = error
+
+    @property
+    def answered(self) -> bool:
+        """Whether the model gave an answer (not an empty reply or an "I don't know")."""
+        return bool(self.answer) and not is_unanswered(self.answer)
+
+    def __repr__(self) -> str:
+        if self.error:
+            return f"GroundedReply(error={self.error!r})"
+        return f"GroundedReply({self.answer!r}, {self.quote!r})"
+
+
+def parse_grounded(text: str) -> GroundedReply:
+    """The reply of a :data:`GROUNDED_SCHEMA` call: its ``answer`` and ``quote``; a reply
+    that is not that JSON object (a code fence around it is fine) has ``error`` set.
+
+    Example:
+        >>> parse_grounded('{"quote": "Rent is due on the 1st.", "answer": "the 1st"}')
+        GroundedReply('the 1st', 'Rent is due on the 1st.')
+        >>> parse_grounded("The 1st.").error
+        'not the JSON object of the schema'
+    """
+    body = text.strip()
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", body, re.S)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        return GroundedReply(None, None, "not the JSON object of the schema")
+    if not isinstance(value, dict) or not isinstance(value.get("answer", ""), str):
+        return GroundedReply(None, None, "not the JSON object of the schema")
+    quote = value.get("quote", "")
+    return GroundedReply(value.get("answer"), quote if isinstance(quote, str) else None)
+
+
+def grounding_checks(reply: GroundedReply, question: str, context: str) -> dict[str, bool]:
+    """The grounding of a reply to ``question`` from ``context``: ``answered`` (an answer,
+    not "I don't know"), ``quoted`` (the quote is in the context word for word,
+    :func:`~cos_integrations.text.quote_in`), ``in_quote`` (every token of the answer is in
+    the quote; digits as digits) and ``not_echo`` (the answer is not made only of the
+    question's words, :func:`echoes_question`).
+
+    Example:
+        >>> ctx = "Der Rhein fließt durch Köln. Auf Niederländisch heißt er Rijn."
+        >>> q = "Wie heißt der Rhein auf Niederländisch?"
+        >>> grounding_checks(GroundedReply("Rijn", "Auf Niederländisch heißt er Rijn"), q, ctx)
+        {'answered': True, 'quoted': True, 'in_quote': True, 'not_echo': True}
+        >>> grounding_checks(GroundedReply("Rhein", "Der Rhein fließt durch Köln"), q, ctx)
+        {'answered': True, 'quoted': True, 'in_quote': True, 'not_echo': False}
+    """
+    answered = reply.answered
+    quoted = answered and bool(reply.quote) and quote_in(reply.quote or "", context)
+    return {
+        "answered": answered,
+        "quoted": quoted,
+        "in_quote": quoted and tokens_in(reply.answer or "", reply.quote or ""),
+        "not_echo": answered and not echoes_question(reply.answer, question),
+    }
+
+
+# ---------------------------------------------------------------- evidence
+
+
+def is_grounded(answer: str | None, context: str) -> bool:
+    """True when ``answer`` is given and its tokens are in ``context``: every token with a
+    digit, and at least half of the others (:func:`~cos_integrations.text.tokens_in`), in
+    any language. For text that is not a quote: a gold answer in a source, a model-written
+    fact. Digits compare with digits: "4" is not grounded by "four".
 
     Example:
         >>> is_grounded("four", "Josh Norman had four interceptions."), is_grounded("4", "four")
@@ -322,80 +347,46 @@ def is_grounded(answer: str | None, context: str, *, min_share: float = 0.5) -> 
     """
     if answer is None or is_unanswered(answer):
         return False
-    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
-    if not words:
-        return True
-    have = set(normalize_answer(context).split())
-    numbers = [w for w in words if any(c.isdigit() for c in w)]
-    if any(n not in have for n in numbers):
-        return False
-    return sum(w in have for w in words) / len(words) >= min_share
-
-
-_NUMBER_WORDS = {numeral: word for word, numeral in _NUMERALS.items()}
-
-
-def in_source_words(answer: str | None, context: str) -> str | None:
-    """``answer`` with each numeral the context does not hold written as the number word it
-    does hold ("4" -> "four" where the context says "four" and never "4"); otherwise
-    ``answer`` unchanged. An extractive answer quotes what it was read from: the judge's
-    "4" is then grounded literally, and SQuAD's F1 scores "four" against gold "four" as 1,
-    where "4" scores 0 (the reason :func:`is_grounded` reads words as written).
-
-    Example:
-        >>> in_source_words("4", "Josh Norman had four interceptions.")
-        'four'
-        >>> in_source_words("4 games", "four wins in 4 games"), in_source_words("4", "Week 17")
-        ('4 games', '4')
-    """
-    if not answer:
-        return answer
-    have = set(normalize_answer(context).split())
-    out, changed = [], False
-    for token in answer.split():
-        core = token.strip(".,;:!?\"'()")
-        word = _NUMBER_WORDS.get(core)
-        if word and core not in have and word in have:
-            token, changed = token.replace(core, word), True
-        out.append(token)
-    return " ".join(out) if changed else answer
+    return tokens_in(answer, context, share=0.5)
 
 
 def answers_agree(answer: str | None, others: Sequence[str], *, min_f1: float = 0.5) -> bool:
-    """True when ``answer`` says what one of ``others`` says: token F1 at least ``min_f1``
-    (number words read as numerals) and the same numbers ("4" and "four interceptions"
-    agree; "value 1b" and "value 6g", one shared word, do not).
+    """True when ``answer`` says what one of ``others`` says: the same tokens with digits,
+    and token F1 (:func:`~cos_integrations.text.text_tokens`) at least ``min_f1``.
 
     Example:
-        >>> answers_agree("4", ["four interceptions"]), answers_agree("17", ["4 interceptions"])
+        >>> answers_agree("4", ["4 interceptions"]), answers_agree("17", ["4 interceptions"])
         (True, False)
     """
     if answer is None or is_unanswered(answer):
         return False
-    mine = _numeral_words(answer)
+    mine = text_tokens(answer)
     for other in others:
-        theirs = _numeral_words(other)
-        same_numbers = _digits(mine) == _digits(theirs)
-        if same_numbers and squad_f1(" ".join(mine), " ".join(theirs)) >= min_f1:
+        theirs = text_tokens(other)
+        if _digits(mine) == _digits(theirs) and _token_f1(mine, theirs) >= min_f1:
             return True
     return False
 
 
-def _numeral_words(text: str) -> list[str]:
-    return [_NUMERALS.get(w, w) for w in normalize_answer(text).split()]
+def _digits(tokens: list[str]) -> set[str]:
+    return {t for t in tokens if any(c.isdigit() for c in t)}
 
 
-def _digits(words: list[str]) -> set[str]:
-    return {w for w in words if any(c.isdigit() for c in w)}
+def _token_f1(a: list[str], b: list[str]) -> float:
+    from collections import Counter
+
+    same = sum((Counter(a) & Counter(b)).values())
+    if not same:
+        return 0.0
+    precision, recall = same / len(a), same / len(b)
+    return 2 * precision * recall / (precision + recall)
 
 
 def echoes_question(answer: str | None, question: str) -> bool:
-    """True when every content word of the answer is already in the question.
-
-    A small model that finds nothing in its context often answers with the question's own
-    subject ("Who presented the mace to the Scottish Parliament?" -> "Scottish Parliament"),
-    and that answer is always "grounded", since the context mentions the subject too. It is
-    not an answer, so it must not count as a cache hit.
+    """True when every token of the answer is already in the question: a small model that
+    finds nothing answers with the question's own subject ("Who presented the mace to the
+    Scottish Parliament?" -> "Scottish Parliament"; asked for a river's Dutch name, the
+    river's own), which is always "in" the context too. Any language, no word list.
 
     Example:
         >>> echoes_question("the Parliament", "Who gave the mace to the Parliament?")
@@ -403,100 +394,17 @@ def echoes_question(answer: str | None, question: str) -> bool:
         >>> echoes_question("the Queen", "Who gave the mace to the Parliament?")
         False
     """
-    if answer is None:
+    tokens = text_tokens(answer or "")
+    if not tokens:
         return False
-    words = [w for w in normalize_answer(answer).split() if w not in _STOP]
-    if not words:
-        return False
-    asked = set(normalize_answer(question).split())
-    return all(w in asked for w in words)
+    asked = set(text_tokens(question))
+    return all(t in asked for t in tokens)
 
 
-_ASKING = {
-    "what", "when", "where", "who", "whom", "whose", "which", "why", "how", "many", "much",
-    "did", "does", "do", "was", "were", "has", "have", "had", "can", "could", "would", "will",
-    "name", "called", "type", "kind", "year", "not", "also", "about", "into", "than",
-    "take", "took", "place", "happen", "happened", "occur", "occurred",
-}  # fmt: skip
-
-
-def _stem(word: str) -> str:
-    return word[:6] if len(word) > 6 else word.rstrip("s")
-
-
-# the share of a question's key words one sentence must hold to support an answer
-# (is_supported) or to be read at all by a focused hit context (focus_sentences)
-SUPPORT_OVERLAP = 0.5
-# how many sentences naming a question's names a second reading reads (named_sentences)
-NAMED_SENTENCES = 4
-
-
-def question_keys(question: str, *, exclude: str | None = None) -> set[str]:
-    """The question's key words: content words that are neither question words nor part
-    of ``exclude`` (an answer), as crude stems. The one notion of "what the question
-    speaks of" behind :func:`is_supported` and :func:`focus_sentences`.
-
-    Example:
-        >>> sorted(question_keys("Who led the Panthers in sacks?"))
-        ['led', 'panthe', 'sack']
-    """
-    given = {_stem(w) for w in normalize_answer(exclude).split()} if exclude else set()
-    return {
-        _stem(w)
-        for w in normalize_answer(question).split()
-        if w not in _STOP and w not in _ASKING and _stem(w) not in given
-    }
-
-
-def question_names(question: str) -> set[str]:
-    """The question's names: its key words (:func:`question_keys`) written with a capital
-    past the first word ("Brock Osweiler", "AFC"), as the same stems. What a sentence must
-    name to be about what the question asks about, where two people's figures sit side by
-    side.
-
-    Example:
-        >>> sorted(question_names("How many touchdowns did Brock Osweiler throw?"))
-        ['brock', 'osweil']
-    """
-    words = re.findall(r"[^\W\d_][\w'’-]*", question)[1:]
-    capital = {_stem(w) for c in words if c[0].isupper() for w in normalize_answer(c).split()}
-    return (capital & question_keys(question)) - {""}
-
-
-def key_overlap(keys: set[str], sentence: str) -> float:
-    """The share of ``keys`` (see :func:`question_keys`) that ``sentence`` holds."""
-    if not keys:
-        return 1.0
-    have = {_stem(w) for w in normalize_answer(sentence).split()}
-    return len(keys & have) / len(keys)
-
-
-def is_supported(
-    answer: str | None, question: str, context: str, *, min_overlap: float = SUPPORT_OVERLAP
-) -> bool:
-    """True when ONE sentence of ``context`` holds the answer (see :func:`is_grounded`) and
-    at least ``min_overlap`` of the question's key words (content words that are neither
-    question words nor part of the answer; crude stems). A small model asked about a fact
-    its context lacks picks a plausible name from an unrelated sentence ("Where did the
-    spring meetings of the NFL owners take place?" -> the stadium's city); that sentence
-    does not speak of what was asked.
-
-    Example:
-        >>> ctx = "Kawann Short led the team in sacks. The game was in Santa Clara."
-        >>> is_supported("Kawann Short", "Who led the Panthers in sacks?", ctx)
-        True
-        >>> is_supported("Santa Clara", "Where did the owners meet in spring?", ctx)
-        False
-    """
-    return supporting_sentence(answer, question, context, min_overlap=min_overlap) is not None
-
-
-def supporting_sentence(
-    answer: str | None, question: str, context: str, *, min_overlap: float = SUPPORT_OVERLAP
-) -> str | None:
-    """The sentence of ``context`` that holds ``answer`` and the most of the question's
-    key words (at least ``min_overlap`` of them, and one; the first on a tie), or ``None``: the
-    evidence :func:`is_supported` looks for, and what an extractive refinement appends.
+def supporting_sentence(answer: str | None, question: str, context: str) -> str | None:
+    """The sentence of ``context`` that holds ``answer`` (:func:`is_grounded`) and shares
+    the most tokens with ``question`` (the first on a tie), or ``None``: where a
+    ``cos-extract`` round finds the sentence it appends when it has no quote.
 
     Example:
         >>> ctx = "The Panthers lost. Kawann Short led the Panthers in sacks."
@@ -505,74 +413,86 @@ def supporting_sentence(
     """
     if not is_grounded(answer, context):
         return None
-    assert answer is not None
-    keys = question_keys(question, exclude=answer)
-    best: tuple[float, str] | None = None
+    asked = set(text_tokens(question))
+    best: tuple[int, str] | None = None
     for sentence in split_sentences(context):
         if not is_grounded(answer, sentence):
             continue
-        overlap = key_overlap(keys, sentence)
-        if overlap >= min_overlap and overlap > 0 and (best is None or overlap > best[0]):
-            best = (overlap, sentence)
+        shared = len(asked & set(text_tokens(sentence)))
+        if best is None or shared > best[0]:
+            best = (shared, sentence)
     return best[1] if best else None
 
 
-def named_sentences(
-    answer: str, question: str, context: str, *, limit: int = NAMED_SENTENCES
-) -> str | None:
-    """What to read again when ``answer`` is about something else than ``question``: when
-    the question names something (:func:`question_names`) that sentences of ``context``
-    name, but no sentence holding ``answer`` names it or follows one that does (a
-    pronoun's sentence), the ``limit`` sentences naming it with the most key words, each
-    with the sentence after it, in context order; else ``None``.
+def quoted_sentences(quote: str, text: str) -> list[str]:
+    """The whole sentences of ``text`` that a quote from it covers (a quote may start or
+    end inside a sentence, or span two), in text order; empty when the quote is not in the
+    text. What a refinement appends to a summary: the source's own sentences.
 
     Example:
-        >>> ctx = ("Manning threw nine touchdowns. The weather was cold. "
-        ...        "Osweiler threw 10 touchdowns.")
-        >>> named_sentences("9", "How many touchdowns did Brock Osweiler throw?", ctx)
-        'Osweiler threw 10 touchdowns.'
-        >>> named_sentences("10", "How many touchdowns did Brock Osweiler throw?", ctx) is None
-        True
+        >>> src = "The flat is small. Rent is due on the 1st. Pets are allowed."
+        >>> quoted_sentences("due on the 1st. Pets", src)
+        ['Rent is due on the 1st.', 'Pets are allowed.']
+        >>> quoted_sentences("due on the 2nd", src)
+        []
     """
-    names = question_names(question)
-    if not names:
-        return None
-    sentences = split_sentences(context)
-    named = [i for i, s in enumerate(sentences) if key_overlap(names, s) > 0]
-    near = {j for i in named for j in (i, i + 1) if j < len(sentences)}
-    if not named or any(is_grounded(answer, sentences[j]) for j in near):
-        return None
-    keys = question_keys(question)
-    best = sorted(named, key=lambda i: -key_overlap(keys, sentences[i]))[:limit]
-    read = sorted({j for i in best for j in (i, i + 1) if j < len(sentences)})
-    return " ".join(sentences[j] for j in read)
+    want = text_tokens(quote)
+    sentences = split_sentences(text)
+    if not want or not sentences:
+        return []
+    tokens: list[str] = []
+    owner: list[int] = []
+    for i, s in enumerate(sentences):
+        mine = text_tokens(s)
+        tokens += mine
+        owner += [i] * len(mine)
+    n = len(want)
+    for start in range(len(tokens) - n + 1):
+        if tokens[start : start + n] == want:
+            return [sentences[i] for i in sorted(set(owner[start : start + n]))]
+    return []
 
 
-def focus_sentences(
-    question: str,
-    texts: Sequence[str],
-    *,
-    limit: int = FOCUS_SENTENCES,
-    min_overlap: float = SUPPORT_OVERLAP,
-) -> list[list[str]]:
-    """Per text, its sentences that could support an answer to ``question``: those that
-    hold at least ``min_overlap`` of its key words (the bar :func:`is_supported` sets), at
-    most ``limit`` over all texts, the best first (ties: the earlier text and sentence),
-    each text's kept in their own order. A hit context cut to these costs a fifth of a
-    summary and a chunk, and loses only sentences that the support check would not accept
-    as the answer's evidence anyway.
+def sentence_windows(
+    sentences: Sequence[Sequence[str]], *, size: int = 2
+) -> list[tuple[int, int, int]]:
+    """Every window of up to ``size`` consecutive sentences of each text (given as its
+    sentences), as ``(text, first sentence, end)``; a text shorter than ``size`` is one
+    window: what a ``"focused"`` hit context ranks by the embedding, so that an answer told
+    over two sentences, or a pronoun's sentence with its name's, is read whole.
 
     Example:
-        >>> focus_sentences("Who led the Panthers in sacks?",
-        ...     ["The game was in Santa Clara. Kawann Short led the team in sacks."])
-        [['Kawann Short led the team in sacks.']]
+        >>> sentence_windows([["A b.", "C d.", "E f."], ["G h."]])
+        [(0, 0, 2), (0, 1, 3), (1, 0, 1)]
     """
-    keys = question_keys(question)
-    scored = [
-        (key_overlap(keys, s), t, i, s)
-        for t, text in enumerate(texts)
-        for i, s in enumerate(split_sentences(text))
-    ]
-    kept = sorted((x for x in scored if x[0] >= min_overlap), key=lambda x: (-x[0], x[1], x[2]))
-    chosen = sorted(kept[:limit], key=lambda x: (x[1], x[2]))
-    return [[s for _, t, _, s in chosen if t == n] for n in range(len(texts))]
+    out: list[tuple[int, int, int]] = []
+    for t, sents in enumerate(sentences):
+        count = len(sents)
+        if count:
+            out += [(t, i, min(i + size, count)) for i in range(max(1, count - size + 1))]
+    return out
+
+
+def choose_windows(
+    windows: Sequence[tuple[int, int, int]], scores: Sequence[float], *, limit: int
+) -> set[tuple[int, int]]:
+    """The ``(text, sentence)`` pairs of the best-scoring windows, best first, while they
+    fit ``limit`` sentences (a window adding none is skipped; one that does not fit whole
+    ends the choice, unless nothing is chosen yet).
+
+    Example:
+        >>> sorted(choose_windows([(0, 0, 2), (0, 1, 3), (1, 0, 1)], [0.5, 0.9, 0.7], limit=3))
+        [(0, 1), (0, 2), (1, 0)]
+    """
+    chosen: set[tuple[int, int]] = set()
+    for w in sorted(range(len(windows)), key=lambda w: -scores[w]):
+        t, start, end = windows[w]
+        new = {(t, i) for i in range(start, end)} - chosen
+        if not new:
+            continue
+        if chosen and len(chosen) + len(new) > limit:
+            break
+        chosen |= new
+        if len(chosen) >= limit:
+            break
+    return chosen

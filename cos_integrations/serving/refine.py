@@ -1,25 +1,25 @@
 """Miss-triggered refinement: a query the summary could not answer teaches the summary.
 
-One round for a job ``(doc_id, query)`` (three to eight model calls):
+One round for a job ``(doc_id, query)`` (two to seven model calls):
 
-1. answer the query from the full source (with ``check_names``, an answer found in no
-   sentence about what the query names is read again from the sentences that are: one more
-   call); if the source is silent, close the job as
-   ``not_in_source`` and remember it (the retriever then says "not in source" next time),
-   and with ``retarget`` > 1 queue the query for the next document of the collection's
-   chunk ranking for it that is not known silent and has not taken it (the fallback's
-   next document), up to ``retarget`` documents;
+1. answer the query from the full source with a verbatim quote (one structured-output call,
+   ``hit_rule.GROUNDED_SCHEMA``, as the hit judge). If the model says the source does not
+   answer it, close the job as ``not_in_source`` and remember it (a later miss of the query
+   still reads the source chunks, but queues no job again), and with ``retarget`` > 1 queue
+   the query for the next document of the collection's chunk ranking for it that is not
+   known silent and has not taken it (the fallback's next document), up to ``retarget``
+   documents. A reply whose quote is not in the source, or whose answer is not in its quote,
+   is ``rejected`` (unsupported), not recorded as silence;
 2. add the pair to the document's question bank (origin ``miss``, refinement split);
 3. evaluate the current summary on the bank, then teach it the query (``teach``):
-   ``"extract"`` appends the source's own sentence that holds the answer and the most of
-   the query's key words (:func:`~cos_integrations.serving.hit_rule.supporting_sentence`; no
-   model-written text), ``"rewrite"`` asks the model to rewrite the summary from the
-   source to cover the query (and other unanswered refinement questions, up to ``iq``)
-   and, if that still misses, for one sentence stating the answer; ``"both"`` tries the
-   first, then the second. Each candidate is evaluated on the bank;
-   when nothing taught it (but the summary did not already hold the source's sentence),
-   the job is ``rejected`` and the query goes on to the next document as in step 1 (the
-   source's answer was likely a sibling passage's fact);
+   ``"extract"`` appends the source's own sentences that the quote covers
+   (:func:`~cos_integrations.serving.hit_rule.quoted_sentences`; no model-written text),
+   ``"rewrite"`` asks the model to rewrite the summary from the source to cover the query
+   (and other unanswered refinement questions, up to ``iq``) and, if that still misses, for
+   one sentence stating the answer; ``"both"`` tries the first, then the second. Each
+   candidate is evaluated on the bank; when nothing taught it (but the summary did not
+   already hold the quoted sentences), the job is ``rejected`` and the query goes on to the
+   next document as in step 1 (the source's answer was likely a sibling passage's fact);
 4. publish only if the query is now answered and validation did not drop by more than
    ``epsilon``: a compare-and-swap on the version in SQLite, then delete-and-add of the
    summary vector in Chroma. A crash between the two is repaired by the next ingest or
@@ -37,12 +37,12 @@ import logging
 import os
 import socket
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
-    DEFAULT_REFINE_CHECK_NAMES,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     REFINE_TEACH,
@@ -50,8 +50,15 @@ from cos_integrations.defaults import (
     RefineTeach,
 )
 from cos_integrations.errors import CoSError
-from cos_integrations.metrics import is_unanswered, normalize_answer
-from cos_integrations.serving.hit_rule import is_grounded, named_sentences, supporting_sentence
+from cos_integrations.metrics import normalize_answer
+from cos_integrations.serving.hit_rule import (
+    GROUNDED_SCHEMA,
+    GroundedReply,
+    grounding_checks,
+    is_grounded,
+    parse_grounded,
+    quoted_sentences,
+)
 from cos_integrations.serving.index import CoSIndex
 from cos_integrations.storage.refine_queue import (
     ALREADY_HELD,
@@ -61,8 +68,8 @@ from cos_integrations.storage.refine_queue import (
 )
 from cos_integrations.summarize.engine import ChainOfSummaries, Evaluation, ModelRun
 from cos_integrations.summarize.guard import summary_flags
-from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, fact_messages, source_answer_messages
-from cos_integrations.summarize.questions import ParseError, QAPair, parse_answers, parse_summary
+from cos_integrations.summarize.prompts import fact_messages, source_grounded_messages
+from cos_integrations.summarize.questions import ParseError, QAPair, parse_summary
 from cos_integrations.sync import run_sync
 from cos_integrations.text import complete_sentences
 from cos_integrations.usage import Usage
@@ -70,11 +77,6 @@ from cos_integrations.usage import Usage
 __all__ = ["Refiner", "RefineOutcome", "BackgroundRefiner"]
 
 log = logging.getLogger(__name__)
-
-
-# a source's "answer" that names nobody ("Who had the most rushing yards?" "No one"): a
-# document that does not say it, not a fact to teach (a small model's way of declining)
-_NO_ONE = {"no one", "nobody", "noone", "none of them"}
 
 
 @dataclass
@@ -101,8 +103,8 @@ class Refiner:
     model for a rewrite (then for one sentence stating the answer), ``"both"`` tries the
     first, then the second; see the module docstring. ``retarget``: in how many documents
     of the collection's chunk ranking for a query its answer is looked for, the job's first
-    (1: the job's only). ``check_names``: a source answer whose sentence names none of the
-    question's names, where other sentences do, is read again from those (one more call).
+    (1: the job's only). ``check_names`` (before 0.2) is accepted with a deprecation
+    warning and does nothing: the quote decides.
 
     Example:
         >>> refiner = Refiner(index, ChainOfSummaries(llm), teach="extract")  # doctest: +SKIP
@@ -121,7 +123,7 @@ class Refiner:
         worker_id: str | None = None,
         teach: RefineTeach = DEFAULT_REFINE_TEACH,
         retarget: int = DEFAULT_REFINE_RETARGET,
-        check_names: bool = DEFAULT_REFINE_CHECK_NAMES,
+        check_names: bool | None = None,
     ) -> None:
         if teach not in REFINE_TEACH:
             raise ValueError(f"teach must be one of {REFINE_TEACH}, not {teach!r}")
@@ -130,7 +132,13 @@ class Refiner:
         self.index = index
         self.teach = teach
         self.retarget = retarget
-        self.check_names = check_names
+        if check_names is not None:
+            warnings.warn(
+                "Refiner(check_names=) does nothing since 0.2 (a refine job's answer needs a "
+                "quote from the source instead); the keyword goes in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self.engine = engine
         self.epsilon = epsilon
         self.lease_seconds = lease_seconds
@@ -284,11 +292,18 @@ class Refiner:
             return outcome("rejected", "no summary yet")
         run = ModelRun(self.engine.llm, self.engine.config, job.doc_id)
         source = self._source_for(doc.text, job)
-        answer = await self._source_answer(source, job.query, run)
-        if answer is None:
+        reply = await self._read(source, job.query, run)
+        if reply.error or not reply.answered:
+            if reply.error:  # the model did not say the source is silent: nothing recorded
+                return outcome("rejected", f"unreadable reply: {reply.error}", usage=run.usage)
             why = "the source does not answer the query"
             why += await asyncio.to_thread(self._send_on, job)
             return outcome("not_in_source", why, usage=run.usage)
+        failed = [k for k, ok in grounding_checks(reply, job.query, source).items() if not ok]
+        if failed:  # an answer the source does not bear out: not taught, not "silent"
+            why = f"{UNSUPPORTED} ({', '.join(failed)} failed)"
+            return outcome("rejected", why, reply.answer, usage=run.usage)
+        answer, quote = reply.answer or "", reply.quote or ""
         pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
         store.add_question(job.doc_id, pair)
         # the missed question first: small models answering many questions in one call
@@ -297,7 +312,7 @@ class Refiner:
         before = await self.engine.evaluate(current.text, bank, run)
         if not before.parsed:
             raise ParseError("unparseable answers for the current summary")
-        taught = await self._teach(job, pair, answer, current.text, source, bank, before, run)
+        taught = await self._teach(job, pair, quote, current.text, source, bank, before, run)
         if isinstance(taught, str):  # nothing taught it: why
             if taught != ALREADY_HELD:  # the source's answer taught nothing: the next document
                 taught += await asyncio.to_thread(self._send_on, job)
@@ -317,57 +332,36 @@ class Refiner:
         status = "suggested" if pinned else "published"
         return outcome(status, f"version {version}", answer, version, usage=run.usage)
 
-    async def _source_answer(self, source: str, query: str, run: ModelRun) -> str | None:
-        """The source's answer to ``query``; ``None`` when the source does not hold one.
-        With :attr:`check_names`, an answer read off a sentence that names none of the
-        query's names is read again from the sentences that do (:func:`named_sentences`)."""
-        answer = await self._read(source, query, run)
-        if answer is None or not self.check_names:
-            return answer
-        named = named_sentences(answer, query, source)
-        if named is None:
-            return answer
-        again = await self._read(named, query, run, task="source_answer_named")
-        if again is not None and normalize_answer(again) != normalize_answer(answer):
-            log.info("refine: %r read again from the named sentences: %r", answer, again)
-        return again or answer
-
-    async def _read(
-        self, source: str, query: str, run: ModelRun, *, task: str = "source_answer"
-    ) -> str | None:
-        """One model reading of ``source`` for ``query``: the answer when ``source`` holds it
-        and it names someone, else ``None``."""
+    async def _read(self, source: str, query: str, run: ModelRun) -> GroundedReply:
+        """One model reading of ``source`` for ``query``: its answer and verbatim quote
+        (unchecked; ``error`` set when the reply was not the schema's JSON)."""
         raw = await run.call(
-            source_answer_messages(source, [query]), json_schema=ANSWERS_SCHEMA, task=task
+            source_grounded_messages(source, query),
+            json_schema=GROUNDED_SCHEMA,
+            max_tokens=256,
+            task="source_answer",
         )
-        try:
-            answer = parse_answers(raw, 1)[0]
-        except ParseError:
-            answer = raw.strip() or None
-        if answer is None or is_unanswered(answer) or not is_grounded(answer, source):
-            return None
-        if normalize_answer(answer) in _NO_ONE:  # the source names no one: it is silent
-            return None
-        return answer
+        return parse_grounded(raw)
 
     async def _teach(
         self,
         job: RefineJob,
         pair: QAPair,
-        answer: str,
+        quote: str,
         summary: str,
         source: str,
         bank: list[QAPair],
         before: Evaluation,
         run: ModelRun,
     ) -> tuple[str, Evaluation] | str:
-        """The taught summary and its evaluation (:attr:`teach`: the source's own sentence,
-        a rewrite, or the sentence then the rewrite); when nothing taught it, why (the
-        last way tried)."""
+        """The taught summary and its evaluation (:attr:`teach`: the source's own sentences
+        the quote covers, a rewrite, or the sentences then the rewrite); when nothing taught
+        it, why (the last way tried)."""
         taught: tuple[str, Evaluation] | str = "nothing tried"
         if self.teach in ("extract", "both"):
-            taught = await self._extracted(summary, source, job.query, answer, bank, run)
+            taught = await self._extracted(summary, source, job.query, quote, bank, run)
         if isinstance(taught, str) and self.teach in ("rewrite", "both"):
+            answer = pair.answers[0]
             rewritten = await self._rewritten(job, pair, answer, summary, source, bank, before, run)
             taught = rewritten or "the rewrite still does not answer the query"
         return taught
@@ -447,27 +441,30 @@ class Refiner:
         summary: str,
         source: str,
         query: str,
-        answer: str,
+        quote: str,
         bank: list[QAPair],
         run: ModelRun,
     ) -> tuple[str, Evaluation] | str:
-        """The summary with the source's sentence that answers ``query`` appended (the one
-        holding ``answer`` and the most of the query's key words, at least one), and its
-        evaluation on ``bank``, when that summary answers the query; otherwise why not: the
-        source has no such sentence (:data:`UNSUPPORTED`), the summary already holds it
-        (:data:`ALREADY_HELD`), or the summary with it still misses (:data:`STILL_MISSES`)."""
-        sentence = supporting_sentence(answer, query, source, min_overlap=0.0)
-        if sentence is None:
+        """The summary with the source's sentences that the quote covers appended
+        (:func:`~cos_integrations.serving.hit_rule.quoted_sentences`), and its evaluation on
+        ``bank``, when that summary answers the query; otherwise why not: the quote covers
+        no whole sentence of the source (:data:`UNSUPPORTED`), the summary already holds
+        them (:data:`ALREADY_HELD`), or the summary with them still misses
+        (:data:`STILL_MISSES`)."""
+        sentences = quoted_sentences(quote, source)
+        if not sentences:
             return UNSUPPORTED
-        if normalize_answer(sentence) in normalize_answer(summary):
+        held = normalize_answer(summary)
+        new = [s.strip() for s in sentences if normalize_answer(s) not in held]
+        if not new:
             return ALREADY_HELD
-        candidate = f"{summary.rstrip()} {sentence.strip()}"
+        candidate = " ".join([summary.rstrip(), *new])
         ev = await self.engine.evaluate(candidate, bank, run)
         if not ev.parsed:
-            raise ParseError("unparseable answers for the summary with the source's sentence")
+            raise ParseError("unparseable answers for the summary with the source's sentences")
         if not ev.answered(query):
             return STILL_MISSES
-        log.info("refine: appended the source's sentence %r", sentence)
+        log.info("refine: appended the source's sentences %r", new)
         return candidate, ev
 
     def _send_on(self, job: RefineJob) -> str:

@@ -3,28 +3,20 @@
 The decision, the full-text fallback, the refine-queue entry and the hit/miss counters live
 here once; the LlamaIndex and LangChain retrievers wrap this and only convert types.
 
-Hit rule: the best summary's cosine similarity must clear ``threshold`` (by default the
-index's own, calibrated from the questions it knows, see ``CoSIndex.calibrate_threshold``,
-else 0.80, tuned to e5); with
-``judge="llm"`` the model must also answer the query from the hit context (one call, whose
-answer is kept, so answering a hit costs nothing more), and the answer must pass the
-checks: it occurs in that context (always), it is not the question's own words
-(``reject_echo``), one sentence of the context holds both the answer and most of the question's key
-words (``require_support``: it catches a plausible name picked from an unrelated sentence),
-and the answer occurs in the source chunk of that document closest to the query
-(``verify_chunk``: two cheap signals that must agree; a vector search, no model call).
-Before the judge is asked, the best summary's document must also hold the top source chunk
-of the whole collection (``verify_route``, on by default with the model judge): the summary
-search and the chunk search must route the query to the same document, else it is a miss
-and the judge's call is saved (the chunk search is the one a miss makes anyway).
-``hit_context`` chooses what the judge reads and a hit returns: the summaries that
-clear the threshold (``"summaries"``), the best one (``"best"``), the best summary and
-the best source chunk of its document (``"best+chunk"``), or only those sentences of the
-two that hold at least half of the query's key words, at most four
-(``"focused"``, see :func:`~cos_integrations.metrics.focus_sentences`: the sentences the
-support check could accept as an answer's evidence; when none does, the query is a miss
-and the judge is not asked). A miss returns the top-k source chunks; an index without
-chunk vectors (a LlamaIndex pipeline that emits only summaries) falls back to the
+Hit rule (:mod:`~cos_integrations.serving.hit_rule`): the best summary's cosine
+similarity must clear ``threshold`` (by default the index's own, calibrated from the
+questions it knows, else 0.80, tuned to e5); with ``judge="llm"`` the best summary's document
+must also hold the collection's top source chunk (the summary and chunk searches route the
+query to the same document; else it is a miss and the judge's call is saved: the chunk
+search is the one a miss makes anyway), and the model must answer the query from the hit
+context with a verbatim quote from it (one structured-output call, whose answer is kept, so
+answering a hit costs nothing more): the quote must be in the context, the answer in the
+quote, and the answer not just the question's words. ``hit_context`` chooses what the judge
+reads and a hit returns: the summaries that clear the threshold (``"summaries"``), the best
+one (``"best"``), the best summary and the best source chunk of its document
+(``"best+chunk"``), or their sentence windows closest to the query by the index's embedding
+(``"focused"``, :func:`focus_items`). A miss returns the top-k source chunks; an index
+without chunk vectors (a LlamaIndex pipeline that emits only summaries) falls back to the
 candidates' stored text, chunked and ranked on the fly.
 
 Example:
@@ -44,13 +36,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from cos_integrations.defaults import (
+    DEFAULT_ANSWERED_MISS_SIMILARITY,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_REFINE_TEACH,
-    DEFAULT_REJECT_ECHO,
-    DEFAULT_REQUIRE_SUPPORT,
     DEFAULT_THRESHOLD,
-    DEFAULT_VERIFY_CHUNK,
-    DEFAULT_VERIFY_ROUTE,
     FOCUS_SENTENCES,
     HIT_CONTEXTS,
     REFINE_TEACH,
@@ -61,21 +50,23 @@ from cos_integrations.ingest import flatten_metadata
 from cos_integrations.metrics import is_unanswered, normalize_answer
 from cos_integrations.model import ChatModel
 from cos_integrations.serving.hit_rule import (
+    GROUNDED_SCHEMA,
+    GroundedReply,
     HitRule,
     Judge,
     answers_agree,
     apply_legacy,
-    focus_sentences,
-    in_source_words,
+    choose_windows,
     is_grounded,
-    supporting_sentence,
+    parse_grounded,
+    sentence_windows,
 )
 from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.summarize.config import CoSConfig
-from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages
+from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages, grounded_messages
 from cos_integrations.summarize.questions import ParseError, parse_answers
 from cos_integrations.sync import offload, run_sync
-from cos_integrations.text import estimate_tokens
+from cos_integrations.text import estimate_tokens, split_sentences, tokens_in
 from cos_integrations.usage import Usage
 
 __all__ = [
@@ -88,15 +79,12 @@ __all__ = [
     "Judge",
     "answer_from",
     "ask",
+    "ask_grounded",
     "focus_items",
     "HIT_CONTEXTS",
     "HitContext",
     "DEFAULT_THRESHOLD",
     "DEFAULT_HIT_CONTEXT",
-    "DEFAULT_REJECT_ECHO",
-    "DEFAULT_REQUIRE_SUPPORT",
-    "DEFAULT_VERIFY_CHUNK",
-    "DEFAULT_VERIFY_ROUTE",
 ]
 
 if TYPE_CHECKING:
@@ -110,6 +98,9 @@ RefineMode = Literal["queue", "background", "off"]
 # least this (e.g. "4" against "4 interceptions": 0.67) and they hold the same numbers
 # (:func:`~cos_integrations.serving.hit_rule.answers_agree`)
 AGREEMENT_F1 = 0.5
+# a query this close (cosine) to an answered miss's question takes its route too, and hits
+# only when the judge's answer agrees with the refine job's (defaults.py says why 0.95)
+PARAPHRASE_SIMILARITY = DEFAULT_ANSWERED_MISS_SIMILARITY
 
 
 @dataclass(frozen=True)
@@ -159,20 +150,20 @@ def cite(hit: SearchHit, hit_flag: bool, version: int | None = None) -> Citation
 class RetrievalResult:
     """What a query got: hit or miss, the items, and (when the model was asked) an answer.
 
-    ``judge_answer`` is the model's answer from the hit context before the checks, and
-    ``checks`` says which checks it passed (``routed``: the summary and chunk searches
-    agreed on the document, checked before the judge; ``focused``: a ``"focused"`` hit
-    context found a sentence that speaks of the query, also before the judge;
-    ``in_context``, ``not_echo``,
-    ``supported``, ``in_chunk``, and ``in_source``, reported only: the answer occurs
-    anywhere in the stored source, which ``in_chunk`` implies), so a caller can see why a
-    query missed. A repeat of an answered miss (``HitRule.answered_misses``) adds
-    ``answered_miss``, ``evidence`` (the source sentence holding the refine job's answer
-    was found and read first) and ``agrees`` (the judge's answer is the job's; it then
-    stands in for ``supported``).
+    ``judge_answer`` is the model's answer from the hit context before the checks,
+    ``quote`` the words it quoted from that context for it, and ``checks`` says which
+    checks it passed (``routed``: the summary and chunk searches agreed on the document,
+    checked before the judge; ``answered``, ``quoted``, ``in_quote``, ``not_echo``: the
+    grounding, :func:`~cos_integrations.serving.hit_rule.grounding_checks`; ``in_source``,
+    reported only: the answer occurs in the stored source), so a caller can see why a
+    query missed; ``judge_error`` says why a judge's reply could not be read (a miss). A
+    repeat of an answered miss (``HitRule.answered_misses``) adds ``answered_miss``,
+    ``evidence`` (the source sentence holding the refine job's answer was found and read
+    first) and ``agrees`` (the judge's answer is the job's).
     ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk vectors) or
     ``"stored text"`` (no chunk vectors: the candidates' stored full text, chunked and
-    ranked on the fly).
+    ranked on the fly). ``not_in_source``: refinement found every candidate's source silent
+    on this query before (the items are still the source chunks; no job is queued again).
     """
 
     query: str
@@ -189,6 +180,8 @@ class RetrievalResult:
     judge_context_tokens: int = 0
     checks: dict[str, bool] = field(default_factory=dict)
     fallback: str | None = None
+    quote: str | None = None
+    judge_error: str | None = None
 
     @property
     def not_covered(self) -> bool:
@@ -239,6 +232,24 @@ async def ask(
     return answer, res.usage
 
 
+async def ask_grounded(
+    llm: ChatModel, query: str, items: list[SearchHit], *, max_tokens: int = 256
+) -> tuple[GroundedReply, Usage]:
+    """One structured-output call: the model's answer to ``query`` from the texts of
+    ``items`` and the verbatim quote it gives for it (``hit_rule.GROUNDED_SCHEMA``),
+    unchecked; a reply that is not the schema's JSON comes back with ``error`` set (logged),
+    never as an exception."""
+    res = await llm.chat(
+        grounded_messages(_content(items), query),
+        max_tokens=max_tokens,
+        json_schema=GROUNDED_SCHEMA,
+    )
+    reply = parse_grounded(res.text)
+    if reply.error:
+        log.info("judge reply to %r unreadable (%s): %r", query, reply.error, res.text[:200])
+    return reply, res.usage
+
+
 async def answer_from(
     llm: ChatModel, query: str, items: list[SearchHit], *, max_tokens: int = 128
 ) -> tuple[str | None, Usage]:
@@ -253,24 +264,48 @@ async def answer_from(
 
 
 def focus_items(
-    query: str, items: list[SearchHit], *, limit: int = FOCUS_SENTENCES
+    query: str,
+    items: list[SearchHit],
+    *,
+    embedder: Any,
+    embedding: list[float] | None = None,
+    limit: int = FOCUS_SENTENCES,
 ) -> list[SearchHit]:
-    """``items`` cut to their sentences on ``query`` (at most ``limit`` over all of them,
-    see :func:`~cos_integrations.serving.hit_rule.focus_sentences`): what a ``"focused"`` hit
-    context reads; an item with no such sentence is dropped.
+    """``items`` cut to their sentence windows closest to ``query`` by ``embedder`` (the
+    index's own; ``embedding``: the query's vector, when already made): windows of two
+    sentences ranked by cosine similarity, the best while they fit ``limit`` sentences
+    (:func:`~cos_integrations.serving.hit_rule.choose_windows`), each item's kept in their
+    own order; an item with none kept is dropped. Any language: no word lists.
 
     Example:
-        >>> text = "The flat is small. Rent is due on the 1st."
+        >>> from cos_integrations.embedded.embeddings import HashingEmbedder
+        >>> text = "The flat is small. It has two rooms. Rent is due on the 1st."
         >>> hit = SearchHit("s", "lease", text, 0.9, {}, "summary")
-        >>> [h.text for h in focus_items("When is rent due?", [hit])]
-        ['Rent is due on the 1st.']
+        >>> [h.text for h in focus_items("When is rent due?", [hit],
+        ...     embedder=HashingEmbedder(), limit=2)]
+        ['It has two rooms. Rent is due on the 1st.']
     """
-    kept = focus_sentences(query, [h.text for h in items], limit=limit)
-    return [
-        dataclasses.replace(h, text=" ".join(sents), metadata={**h.metadata, "cos_focused": True})
-        for h, sents in zip(items, kept, strict=True)
-        if sents
-    ]
+    import numpy as np
+
+    sentences = [split_sentences(h.text) for h in items]
+    windows = sentence_windows(sentences)
+    if not windows:
+        return []
+    vectors = np.asarray(
+        embedder.embed_documents([" ".join(sentences[t][a:b]) for t, a, b in windows]),
+        dtype=np.float32,
+    )
+    q = np.asarray(embedding if embedding is not None else embedder.embed_query(query))
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    scores = (vectors @ (q / max(float(np.linalg.norm(q)), 1e-12))).tolist()
+    chosen = choose_windows(windows, scores, limit=limit)
+    out = []
+    for t, h in enumerate(items):
+        kept = [s for i, s in enumerate(sentences[t]) if (t, i) in chosen]
+        if kept:
+            meta = {**h.metadata, "cos_focused": True}
+            out.append(dataclasses.replace(h, text=" ".join(kept), metadata=meta))
+    return out
 
 
 @dataclass
@@ -288,6 +323,8 @@ class Decision:
     # an answered miss: the answers a refine job found for the query in that document's source
     known_answers: list[str] = field(default_factory=list)
     judge_answer: str | None = None
+    quote: str | None = None
+    judge_error: str | None = None
     checks: dict[str, bool] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     judge_tokens: int = 0
@@ -296,7 +333,7 @@ class Decision:
 class _NearMisses:
     """The answered misses' questions (:meth:`SummaryStore.answered_misses`) as unit query
     vectors, read from the store as new ones come and embedded once each: the nearest to a
-    query's vector, for ``HitRule.answered_miss_similarity``."""
+    query's vector, for the paraphrase route (:data:`PARAPHRASE_SIMILARITY`)."""
 
     def __init__(self, index: CoSIndex) -> None:
         self.index = index
@@ -469,11 +506,9 @@ class FallbackRetriever:
         if not (rule.answered_misses and rule.judge == "llm"):
             return None
         found = await offload(self.index.store.answered_miss, query)
-        paraphrase = found is None and rule.answered_miss_similarity is not None
+        paraphrase = found is None
         if paraphrase:
-            found = await offload(
-                self._near_misses.nearest, embedding, rule.answered_miss_similarity
-            )
+            found = await offload(self._near_misses.nearest, embedding, PARAPHRASE_SIMILARITY)
         if found is None:
             return None
         doc_id, answers = found
@@ -484,7 +519,7 @@ class FallbackRetriever:
             return None
         decision = Decision(doc_id=doc_id, known_answers=answers)
         await self._build_context(query, decision, [best], embedding, rule)
-        evidence = await offload(self._evidence, query, doc_id, answers, best.score)
+        evidence = await offload(self._evidence, doc_id, answers, best.score, embedding)
         if evidence is not None:
             decision.context = [evidence, *(h for h in decision.context if h.text != evidence.text)]
             decision.full = [evidence, *decision.full]
@@ -495,21 +530,24 @@ class FallbackRetriever:
         return decision if decision.context else None
 
     def _evidence(
-        self, query: str, doc_id: str, answers: list[str], score: float
+        self, doc_id: str, answers: list[str], score: float, embedding: list[float]
     ) -> SearchHit | None:
-        """The sentence of ``doc_id``'s stored source that holds one of ``answers`` and the
-        most of the query's key words (what an extractive refinement appends), as a source
-        chunk of that document; ``None`` when the source no longer says it."""
+        """The sentence of ``doc_id``'s stored source that holds one of ``answers`` (every
+        token) and is closest to the query by the embedding (what the refine job quoted),
+        as a source chunk of that document; ``None`` when the source no longer says it."""
+        import numpy as np
+
         doc = self.index.store.get_document(doc_id)
         if doc is None:
             return None
+        holding = [s for s in split_sentences(doc.text) if any(tokens_in(a, s) for a in answers)]
+        if not holding:
+            return None
+        vectors = np.asarray(self.index.embedder.embed_documents(holding), dtype=np.float32)
+        sentence = holding[int(np.argmax(vectors @ np.asarray(embedding, dtype=np.float32)))]
         where = {"doc_id": doc_id, "source": doc.source, "title": doc.title}
-        for answer in answers:
-            sentence = supporting_sentence(answer, query, doc.text, min_overlap=0.0)
-            if sentence:
-                meta = flatten_metadata(where) | {"cos_kind": "chunk", "cos_evidence": True}
-                return SearchHit(f"{doc_id}::evidence", doc_id, sentence, score, meta, "chunk")
-        return None
+        meta = flatten_metadata(where) | {"cos_kind": "chunk", "cos_evidence": True}
+        return SearchHit(f"{doc_id}::evidence", doc_id, sentence, score, meta, "chunk")
 
     async def _route(
         self,
@@ -566,13 +604,16 @@ class FallbackRetriever:
             full = [best, *chunk]
         decision.full = decision.context = full
         if rule.context == "focused":
-            decision.context = focus_items(query, full, limit=rule.focus_sentences)
-            decision.checks["focused"] = bool(decision.context)
+            decision.context = await offload(
+                focus_items,
+                query,
+                full,
+                embedder=self.index.embedder,
+                embedding=embedding,
+                limit=rule.focus_sentences,
+            )
             if not decision.context:
-                decision.reason = (
-                    "no sentence of the best summary or its chunk holds half of the query's "
-                    "key words"
-                )
+                decision.reason = "the best summary and its chunk hold no sentence"
         if decision.context and rule.judge == "score":
             decision.hit = True
             decision.reason = f"best similarity {best.score:.3f} >= {threshold}"
@@ -591,30 +632,29 @@ class FallbackRetriever:
         if llm is None:
             raise ValueError('judge="llm" needs llm=; pass a model or use judge="score"')
         context = decision.context
-        answer, decision.usage = await ask(llm, query, context)
-        # "4" where the context says "four": the answer in the words it was read from
-        decision.judge_answer = in_source_words(answer, _content(context))
+        reply, decision.usage = await ask_grounded(llm, query, context)
+        decision.judge_answer, decision.quote = reply.answer, reply.quote
+        decision.judge_error = reply.error
         decision.judge_tokens = sum(estimate_tokens(h.text) for h in context)
-        decision.checks |= await offload(
-            self._checks, decision.judge_answer, query, context, embedding, decision.full, rule
-        )
+        decision.checks |= await offload(self._checks, reply, query, context, rule)
         failed = rule.failed(decision.checks)
         if decision.known_answers:
-            # an answered miss: the judge's answer agreeing with the one the refine job found
-            # in the full source stands in for the support sentence (two reads, one answer)
+            # an answered miss: does the judge give the answer the refine job found in the
+            # full source? A paraphrase's route stands only then (another question may be
+            # this close: its answer decides)
             agrees = answers_agree(
                 decision.judge_answer, decision.known_answers, min_f1=AGREEMENT_F1
             )
             decision.checks["agrees"] = agrees
-            if decision.checks["agrees"]:
-                failed = [name for name in failed if name != "supported"]
-            elif decision.checks.get("paraphrase"):
-                failed.append("agrees")  # another question may be this close: its answer decides
+            if decision.checks.get("paraphrase") and not agrees:
+                failed.append("agrees")
         decision.hit = not failed
         decision.reason = (
             "summaries answer the query"
             if decision.hit
             else f"summaries do not answer it ({', '.join(failed)} failed)"
+            if not reply.error
+            else f"the judge's reply was unreadable ({reply.error})"
         )
 
     async def _hit(
@@ -646,6 +686,7 @@ class FallbackRetriever:
             judge_answer=decision.judge_answer,
             judge_context_tokens=decision.judge_tokens,
             checks=decision.checks,
+            quote=decision.quote,
         )
 
     def _best_chunk(
@@ -663,30 +704,16 @@ class FallbackRetriever:
         return chunks[:1]
 
     def _checks(
-        self,
-        answer: str | None,
-        query: str,
-        context: list[SearchHit],
-        embedding: list[float],
-        full: list[SearchHit],
-        rule: HitRule,
+        self, reply: GroundedReply, query: str, context: list[SearchHit], rule: HitRule
     ) -> dict[str, bool]:
-        """The rule's checks on the judge's answer (:meth:`HitRule.check`), fed from the
-        store: the full text of the context's documents, and the best summary's document's
-        best chunk when the context holds one or ``verify_chunk`` asks for one (only then
-        is the extra vector search made; ``full`` is the context before a focused cut)."""
+        """The rule's checks on the judge's reply (:meth:`HitRule.check`), with the full
+        text of the context's documents from the store (``in_source``, reported only)."""
         sources = []
         for doc_id in dict.fromkeys(h.doc_id for h in context):
             doc = self.index.store.get_document(doc_id)
             if doc is not None:
                 sources.append(doc.text)
-        content = _content(context)
-        chunk = [h for h in full or context if h.kind == "chunk"][:1]
-        best = next((h for h in full or context if h.kind == "summary"), None)
-        if not chunk and rule.verify_chunk and best is not None and is_grounded(answer, content):
-            chunk = self._best_chunk(query, best.doc_id, embedding, best.metadata.get("cos_chunks"))
-        chunk_text = chunk[0].text if chunk else ("" if rule.verify_chunk else None)
-        return rule.check(answer, query, content, sources="\n".join(sources), chunk=chunk_text)
+        return rule.check(reply, query, _content(context), sources="\n".join(sources))
 
     async def _miss(
         self,
@@ -703,21 +730,21 @@ class FallbackRetriever:
             "judge_answer": decision.judge_answer,
             "judge_context_tokens": decision.judge_tokens,
             "checks": decision.checks,
+            "quote": decision.quote,
+            "judge_error": decision.judge_error,
         }
         doc_ids = list(dict.fromkeys(c.doc_id for c in candidates))
-        if await self._all_silent(doc_ids, query):
-            # Refinement already found every candidate's source silent on this query: say
-            # so without a full-text search.
-            reason = "known not to be in the source"
-            return RetrievalResult(
-                query, False, [], reason, candidates, usage=usage, not_in_source=True, **judged
-            )
         fk = self.fallback_k or k
         items, fallback = await self._fallback_items(query, fk, doc_ids, embedding, top)
         if fallback == "stored text":
             reason += "; no chunk vectors: ranked the candidates' stored text"
         target = items[0].doc_id if items else candidates[0].doc_id
-        job_id = await self._queue_miss(target, query, items)
+        # Refinement already found every candidate's source silent on this query: the
+        # chunks are still read (an answer is never worse for it), no job is queued again
+        silent = await self._all_silent(doc_ids, query)
+        if silent:
+            reason += "; known not to be in the candidates' sources"
+        job_id = await self._queue_miss(target, query, items, queue=not silent)
         result = RetrievalResult(
             query,
             False,
@@ -727,6 +754,7 @@ class FallbackRetriever:
             job_id=job_id,
             usage=usage,
             fallback=fallback,
+            not_in_source=silent,
             **judged,
         )
         log.info("cache miss for %r (%s); refine job %s on %s", query, reason, job_id, target)
@@ -778,13 +806,16 @@ class FallbackRetriever:
             h.metadata["cos_hit"] = False
         return items, fallback
 
-    async def _queue_miss(self, target: str, query: str, items: list[SearchHit]) -> int | None:
+    async def _queue_miss(
+        self, target: str, query: str, items: list[SearchHit], *, queue: bool = True
+    ) -> int | None:
         """Count and record the miss on ``target``; queue its refine job (its id, or
-        ``None`` when refinement is off or the query is known not to be in the source)."""
+        ``None`` when refinement is off or ``queue`` is false: the query is known not to be
+        in the sources)."""
         self.misses += 1
         store = self.index.store
         job_id = None
-        if self.refine_on_miss != "off":
+        if self.refine_on_miss != "off" and queue:
             job_id = await offload(store.enqueue, target, query)
         tokens = sum(estimate_tokens(h.text) for h in items)
         await offload(store.record_event, "miss", target, query, context_tokens=tokens)

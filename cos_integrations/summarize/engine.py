@@ -904,7 +904,7 @@ def extract_answers(source: str, current: str, questions: Sequence[QAPair]) -> s
     added: list[str] = []
     for q in questions:
         for answer in q.answers:
-            sentence = supporting_sentence(answer, q.question, source, min_overlap=0.0)
+            sentence = supporting_sentence(answer, q.question, source)
             if sentence and normalize_answer(sentence) not in have and sentence not in added:
                 added.append(" ".join(sentence.split()))
                 break

@@ -9,7 +9,8 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from cos_integrations import CoSConfig
-from cos_integrations.serving.hit_rule import SUPPORT_OVERLAP, HitRule, key_overlap, question_keys
+from cos_integrations.defaults import FOCUS_SENTENCES
+from cos_integrations.serving.hit_rule import HitRule
 from cos_integrations.text import split_sentences
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
 from llamaindex_ext import CoSFallbackRetriever as LIRetriever
@@ -75,29 +76,24 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
     nodes = missed.retrieve("When is the rent due?")
     assert nodes and all(n.node.metadata["cos_on_the_fly"] for n in nodes)
     assert "5th day" in nodes[0].node.get_content()
-    # the strict hit rule on the real model: the decision is exactly its checks
+    # the grounded hit rule on the real model: the decision is exactly its checks
+    grounded = ("answered", "quoted", "in_quote", "not_echo")
     strict = LIRetriever.from_persist_dir(
         path,
         llm=smoke_server.chat_model(),
         embed_model=embed,
         similarity_top_k=2,
-        rule=HitRule(
-            threshold=0.0,
-            judge="llm",
-            hit_context="best+chunk",
-            verify_chunk=True,
-            require_support=True,
-        ),
+        rule=HitRule(threshold=0.0, judge="llm", hit_context="best+chunk"),
     )
     res = strict.core.retrieve("When is the rent due?")
-    assert set(res.checks) == {"in_context", "not_echo", "in_source", "supported", "in_chunk"}
-    assert res.hit == all(res.checks[c] for c in ("in_context", "supported", "in_chunk"))
+    assert set(res.checks) >= {*grounded, "in_source"}
+    assert res.hit == all(res.checks[c] for c in grounded)
     if res.hit:
         assert [h.kind for h in res.items] == ["summary", "chunk"] and res.answer
     else:
         assert res.answer is None and all(h.kind == "chunk" for h in res.items)
-    # the default rule (focused) on the real model: the judge reads only the sentences of the
-    # best summary and its chunk that hold half of the query's key words
+    # the default rule (focused) on the real model: the judge reads only the sentence
+    # windows of the best summary and its chunk closest to the query
     default = LIRetriever.from_persist_dir(
         path,
         llm=smoke_server.chat_model(),
@@ -108,16 +104,11 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
     q = "When is the garden gate locked?"
     judge = Recording(smoke_server.chat_model())
     res = default.core.retrieve(q, llm=judge)
-    assert res.checks["focused"] is True and res.judge_context_tokens > 0
-    assert len(judge.prompts) == 1  # one judge call
+    assert res.judge_context_tokens > 0 and len(judge.prompts) == 1  # one judge call
     content = re.search(r"<content>\n(.*)\n</content>", judge.prompts[0][0]["content"], re.S)
     read = [line for line in content.group(1).splitlines() if not line.startswith("[")]
-    assert read and all(
-        key_overlap(question_keys(q), s) >= SUPPORT_OVERLAP
-        for line in read
-        for s in split_sentences(line)
-    )
-    assert res.hit == all(res.checks[c] for c in ("in_context", "supported"))
+    assert read and sum(len(split_sentences(line)) for line in read) <= FOCUS_SENTENCES
+    assert res.hit == all(res.checks[c] for c in grounded)
 
 
 class Recording:

@@ -275,7 +275,7 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
     opts = RetrievalEvalOptions(
         summary_method="zero-shot",
         test_half=True,
-        rule=HitRule(judge="llm", threshold=0.0, hit_context="summaries", require_support=False),
+        rule=HitRule(judge="llm", threshold=0.0, hit_context="summaries"),
     )
     kw = dict(config=cfg, model_name="fake", dataset="d", answer_cache=cache)
     result = asyncio.run(
@@ -301,13 +301,15 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
     assert fb["context_tokens"] > m["rag"]["context_tokens"]  # the judge's context counts
     recs = [json.loads(line) for line in (tmp_path / "r.json.docs.jsonl").read_text().splitlines()]
     row = next(r for r in recs if r["method"] == "fallback")["questions"][0]
-    assert row["judge_answer"] == "I don't know" and row["checks"]["in_context"] is False
+    # the judge's grounded reply: the summaries do not say, so no answer and no quote
+    assert row["judge_answer"] is None and row["checks"]["answered"] is False
     rag_row = next(r for r in recs if r["method"] == "rag")["questions"][0]
     assert row["docs"] == rag_row["docs"]  # the miss path retrieved rag's chunks
     # one call per distinct prompt: the misses reused rag's answers (the zero-shot method
     # answers its document's questions in one call each: len(docs) more)
     answer_calls = sum(1 for task, _ in model.calls if task == "answer")
-    assert answer_calls == 3 * n_test + len(docs)
+    assert answer_calls == 2 * n_test + len(docs)
+    assert sum(1 for task, _ in model.calls if task == "grounded") == n_test  # the judge
     assert [r[0] for r in retrieval_table(m)] == ["rag", "fallback", "right-doc"]
     # another hit rule over the same (recorded, then packed) summaries: only the judge's
     # new prompts are asked
@@ -330,7 +332,7 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
     )
     assert again["methods"]["rag"]["heldout_f1"] == 1.0
     new_calls = model.calls[before:]
-    assert len(new_calls) == n_test and all(t == "answer" for t, _ in new_calls)
+    assert len(new_calls) == n_test and all(t == "grounded" for t, _ in new_calls)
 
 
 def test_records_of_before_an_option_existed_still_resume(tmp_path):
@@ -344,9 +346,7 @@ def test_records_of_before_an_option_existed_still_resume(tmp_path):
     model = ScriptedFakeModel(thesis_facts=2)
     # what every run did before the options existed
     before = HitRule(judge="llm", answered_misses=False)
-    opts = RetrievalEvalOptions(
-        summary_method="zero-shot", rule=before, refine_retarget=1, refine_check_names=False
-    )
+    opts = RetrievalEvalOptions(summary_method="zero-shot", rule=before, refine_retarget=1)
     kw = dict(config=CoSConfig(iterations=0, train_questions=2, val_questions=1))
     kw |= dict(model_name="fake", dataset="d", methods=["fallback"])
 
@@ -500,7 +500,7 @@ def test_tiered_refine_from_traffic_deepens_and_asks_the_traffic_again(tmp_path)
         summary_method="zero-shot",
         deepen="cos-extract",
         repeat_traffic=True,
-        rule=HitRule(judge="llm", hit_context="summaries", require_support=False, threshold=0.0),
+        rule=HitRule(judge="llm", hit_context="summaries", threshold=0.0),
     )
     result = asyncio.run(
         run_eval(
@@ -527,7 +527,7 @@ def test_tiered_refine_from_traffic_deepens_and_asks_the_traffic_again(tmp_path)
     assert rep["missed_in_source"] == 4 and rep["hit_again"] >= 3
     assert rep["f1_of_new_hits"] == 1.0
     # the paraphrases were model-written (the fake's) and asked through the retriever
-    asked = [m[-1]["content"] for t, m in model.calls if t == "answer"]
+    asked = [m[-1]["content"] for t, m in model.calls if t == "grounded"]
     assert any("Could you tell me this: What is the topic0 item 10?" in p for p in asked)
     assert para["missed_in_source"] == 4 and para["hit_again"] >= 3
 

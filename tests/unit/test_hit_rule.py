@@ -17,18 +17,21 @@ from cos_integrations.serving.retrieval import FallbackRetriever
 
 def test_defaults_follow_from_the_judge():
     score, llm = HitRule(), HitRule(judge="llm")
-    assert (score.context, score.routes, score.required_checks()) == (
-        "summaries",
-        False,
-        ["in_context", "supported"],
-    )
+    grounded = ["answered", "quoted", "in_quote", "not_echo"]
+    assert (score.context, score.routes, score.required_checks()) == ("summaries", False, grounded)
     assert (llm.context, llm.routes) == ("focused", True)
-    assert HitRule(judge="llm", verify_route=False).routes is False
     assert HitRule(judge="llm", hit_context="best").context == "best"
-    strict = HitRule(reject_echo=True, verify_chunk=True, require_support=False)
-    assert strict.required_checks() == ["in_context", "not_echo", "in_chunk"]
     assert score.calibration_quantile == CALIBRATION_QUANTILE
     assert all(f.description for f in HitRule.model_fields.values())
+    assert len(HitRule.model_fields) <= 6  # issue 43: at most six levers
+
+
+def test_the_lexical_fields_of_before_warn_and_do_nothing():
+    with pytest.warns(DeprecationWarning, match="does nothing since 0.2"):
+        old = HitRule(judge="llm", require_support=False, verify_route=False, reject_echo=True)
+    assert old == HitRule(judge="llm") and old.routes is True
+    with pytest.warns(DeprecationWarning):
+        assert HitRule().with_options(verify_chunk=True) == HitRule()
 
 
 def test_a_rule_is_frozen_validated_and_round_trips():
@@ -48,28 +51,37 @@ def test_a_rule_is_frozen_validated_and_round_trips():
     assert hash(rule) == hash(HitRule(judge="llm", threshold=0.82, focus_sentences=2))
     # options left out (None) keep the rule's value
     assert rule.with_options(threshold=None, judge=None) is rule
-    assert rule.with_options(require_support=False).require_support is False
+    assert rule.with_options(answered_misses=False).answered_misses is False
 
 
 def test_check_reports_every_check_and_failed_names_the_required_ones():
-    rule = HitRule(judge="llm", verify_chunk=True)
+    from cos_integrations.serving.hit_rule import GroundedReply
+
+    rule = HitRule(judge="llm")
     ctx = "The Panthers lost. Kawann Short led the Panthers in sacks."
     q = "Who led the Panthers in sacks?"
-    good = rule.check("Kawann Short", q, ctx, sources=ctx, chunk=ctx)
+    good = rule.check(GroundedReply("Kawann Short", "kawann short led"), q, ctx, sources=ctx)
     assert good == {
-        "in_context": True,
+        "answered": True,
+        "quoted": True,
+        "in_quote": True,
         "not_echo": True,
         "in_source": True,
-        "supported": True,
-        "in_chunk": True,
     }
     assert rule.failed(good) == []
-    bad = rule.check("the Panthers", q, ctx, sources=ctx, chunk="The weather was fine.")
-    # the question's own words, from a sentence that speaks of it: only the chunk and the
-    # echo check catch it, and only the chunk check is required here
-    assert bad["not_echo"] is False and rule.failed(bad) == ["in_chunk"]
-    assert HitRule(judge="llm", reject_echo=True).failed(bad) == ["not_echo"]
-    assert "in_chunk" not in rule.check("Kawann Short", q, ctx)  # no chunk given
+    # the question's own words, quoted right: the echo check catches it
+    echo = rule.check(GroundedReply("the Panthers", "The Panthers lost."), q, ctx)
+    assert rule.failed(echo) == ["not_echo"]
+    # a quote the context does not hold, an answer its quote does not hold
+    made_up = rule.check(GroundedReply("Kawann Short", "Short led the defense"), q, ctx)
+    assert rule.failed(made_up) == ["quoted", "in_quote"]
+    elsewhere = rule.check(GroundedReply("Josh Norman", "Kawann Short led the Panthers"), q, ctx)
+    assert rule.failed(elsewhere) == ["in_quote"]
+    assert rule.failed(rule.check(GroundedReply("I don't know", ""), q, ctx)) == grounded_all()
+
+
+def grounded_all() -> list[str]:
+    return ["answered", "quoted", "in_quote", "not_echo"]
 
 
 @pytest.fixture
@@ -131,9 +143,9 @@ def test_legacy_keywords_still_work_with_a_warning(filled):
     assert old.rule == HitRule(threshold=0.5) and old.threshold == 0.5
     with pytest.warns(DeprecationWarning):
         both = FallbackRetriever(
-            index, llm=model, rule=HitRule(judge="llm"), hit_context="best", verify_route=None
+            index, llm=model, rule=HitRule(judge="llm"), hit_context="best", verify_route=False
         )
-    assert both.rule == HitRule(judge="llm", hit_context="best")
+    assert both.rule == HitRule(judge="llm", hit_context="best")  # verify_route: ignored
     with pytest.raises(TypeError, match="no_such"):
         FallbackRetriever(index, no_such=1)
     with pytest.raises(ValueError, match="needs llm"):
@@ -174,7 +186,8 @@ def test_each_step_of_aretrieve_on_its_own(filled):
     assert [h.kind for h in routed.full] == ["summary", "chunk"] and not routed.hit
     # the judge: the model's answer and the rule's checks decide
     asyncio.run(ret._judge(q, routed, emb, model, rule))
-    assert routed.hit and routed.judge_answer == "value 1b" and routed.checks["supported"]
+    assert routed.hit and routed.judge_answer == "value 1b" and routed.checks["quoted"]
+    assert routed.quote == "The garden item 1 is value 1b."
     # a similarity-only rule: the context decides, no model call
     before = len(model.calls)
     scored = Decision()
@@ -185,45 +198,31 @@ def test_each_step_of_aretrieve_on_its_own(filled):
 
 def test_the_cli_levers_reach_every_rule_field_they_name():
     """`cos query` and `cos eval` change the rule through rule_levers: each option given
-    changes its field, each left out keeps the rule's value."""
+    changes its field, each left out keeps the rule's value; a deprecated one is dropped."""
     from cos_integrations.cli.common import rule_levers
 
     rule = HitRule(judge="llm")
-    levers = rule_levers(None, 0.9, None, None, None, None, None, False)
+    levers = rule_levers(None, 0.9, None, False, verify_route=True)
     changed = rule.with_options(**levers)
     assert changed.answered_misses is False and changed.threshold == 0.9
-    assert changed.judge == "llm" and changed.verify_route is rule.verify_route
+    assert changed.judge == "llm" and "verify_route" not in levers
     assert set(levers) <= set(HIT_RULE_FIELDS)
-    kept = rule.with_options(**rule_levers(None, None, None, None, None, None, None))
+    kept = rule.with_options(**rule_levers(None, None, None))
     assert kept == rule and kept.answered_misses is True  # the default
 
 
-def test_numbers_ground_as_written_and_agree_as_numerals():
-    """A model answers "4" where the source says "four". As grounding that made hits the
-    metric scores 0 (SQuAD's gold is "four"), so words stay literal there; two answers of
-    the same number still agree, and different numbers never do."""
+def test_numbers_ground_and_agree_as_written():
+    """Digits compare with digits: "4" is not grounded by "four" (SQuAD's gold is "four",
+    so such a hit would score 0) and does not agree with it; the same digits agree."""
     from cos_integrations.serving.hit_rule import answers_agree, is_grounded
 
     source = "Josh Norman had four interceptions, two of which were returned."
     assert is_grounded("four", source) and not is_grounded("4", source)
-    assert answers_agree("4", ["four interceptions"])
+    assert answers_agree("4", ["4 interceptions"]) and not answers_agree("4", ["four"])
     assert answers_agree("Kawann Short", ["Short"])
-    assert not answers_agree("17 interceptions", ["4 interceptions"])  # F1 0.5, not the same
+    assert not answers_agree("17 interceptions", ["4 interceptions"])
     assert not answers_agree("value 1b", ["value 6g"])
     assert not answers_agree("I don't know", ["I don't know"])
-
-
-def test_a_numeral_is_written_as_the_number_word_its_context_holds():
-    from cos_integrations.serving.hit_rule import in_source_words, is_grounded
-
-    source = "Josh Norman had four interceptions, two of which were returned."
-    assert in_source_words("4", source) == "four" and is_grounded("four", source)
-    assert in_source_words("4 interceptions.", source) == "four interceptions."
-    assert in_source_words("2 of 4", source) == "two of four"
-    assert in_source_words("4", "In week 4 he had four.") == "4"  # the context holds "4"
-    assert in_source_words("17", source) == "17"  # no such word in the context
-    assert in_source_words("1", "one of them") == "1"  # "one" is left out on purpose
-    assert in_source_words(None, source) is None and in_source_words("", source) == ""
 
 
 def test_an_initial_does_not_end_a_sentence():

@@ -197,19 +197,22 @@ def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
         def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None, **kw):
             starts.append(parent_run_id)
 
+    from cos_integrations.embedded.embeddings import HashingEmbedder
+
+    # lexical vectors: the summary and chunk searches route a query to the same document
     judged = CoSFallbackRetriever.from_persist_dir(
-        retriever.persist_dir,
+        tmp_path / "judged",
         llm=langchain_fake(),
-        embeddings=DeterministicFakeEmbedding(size=64),
+        embeddings=HashingEmbedder(256),
         k=4,
+        cos_config=CFG,
         rule=HitRule(
-            threshold=-1.0,  # random fake vectors: cosines can be negative
+            threshold=0.1,
             judge="llm",
             hit_context="summaries",  # one-chunk documents: best+chunk would hit item 7 too
-            require_support=False,
-            verify_route=False,  # random vectors: the two searches route at random
         ),
     )
+    judged.add_documents(docs())
     hit = judged.invoke("What is the garden item 0?", config={"callbacks": [Spy()]})
     assert hit[0].metadata["cos_hit"] is True
     assert starts and all(p is not None for p in starts)  # a child of the retriever run
@@ -264,9 +267,6 @@ def test_hit_rule_options_reach_the_core(tmp_path):
             threshold=0.1,
             judge="llm",
             hit_context="best+chunk",
-            reject_echo=True,
-            verify_chunk=True,
-            require_support=True,
         ),
     )
     out = judged.invoke(q)  # the best summary's own chunk answers it

@@ -178,7 +178,7 @@ def retriever(setup):
         embed_model=llamaindex_hash_embedding(),
         similarity_top_k=2,
         # one-chunk documents: best+chunk would hit every fact
-        rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries", require_support=False),
+        rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries"),
     )
     return r
 
@@ -310,7 +310,7 @@ def test_from_defaults_reads_settings_and_top_k_is_read_per_query(setup, monkeyp
     r = CoSFallbackRetriever.from_defaults(
         persist_dir=path,
         similarity_top_k=2,
-        rule=HitRule(judge="llm", threshold=0.1, hit_context="summaries", require_support=False),
+        rule=HitRule(judge="llm", threshold=0.1, hit_context="summaries"),
     )
     assert r.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"]
     r.similarity_top_k = 1

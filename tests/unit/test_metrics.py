@@ -98,6 +98,8 @@ def test_moved_evidence_names_still_import_from_metrics_with_a_warning():
     import cos_integrations.serving.hit_rule as hit_rule
 
     with pytest.warns(DeprecationWarning, match="moved to cos_integrations.serving.hit_rule"):
-        assert metrics.is_supported is hit_rule.is_supported
+        assert metrics.is_grounded is hit_rule.is_grounded
+    with pytest.raises(AttributeError):  # the English key-word check is gone (issue 43)
+        metrics.is_supported  # noqa: B018
     with pytest.raises(AttributeError):
         metrics.no_such_name  # noqa: B018

@@ -2,13 +2,13 @@
 
 import asyncio
 import json
-import re
 
 import pytest
 from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.loaders import SourceDocument
+from cos_integrations.serving import retrieval
 from cos_integrations.serving.hit_rule import HitRule
 from cos_integrations.serving.refine import BackgroundRefiner, Refiner
 from cos_integrations.serving.retrieval import FallbackRetriever
@@ -35,7 +35,7 @@ def filled(index):
 # summaries alone. The product's default (focused: the best summary's and its chunk's
 # sentences on the query) would hit on every fact of these
 # one-chunk documents.
-SUMMARY_ONLY = HitRule(judge="llm", threshold=0.1, hit_context="summaries", require_support=False)
+SUMMARY_ONLY = HitRule(judge="llm", threshold=0.1, hit_context="summaries")
 
 
 def retriever(index, model, *, rule=SUMMARY_ONLY, **kw):
@@ -167,7 +167,7 @@ def test_an_answered_miss_still_needs_the_judge(filled):
     pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
     index.store.add_question("lease", pair)  # recorded on a document that does not say it
     r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
-    assert not r.hit and r.checks.get("answered_miss") and r.judge_answer is not None
+    assert not r.hit and r.checks.get("answered_miss") and r.checks["answered"] is False
     assert r.items and r.items[0].kind == "chunk"  # the usual fallback answers it
 
 
@@ -194,32 +194,29 @@ def test_an_answered_miss_reads_the_sentence_its_source_answered_with(filled):
     assert not gone.hit and gone.checks["evidence"] is False
 
 
-def test_an_answered_miss_agreeing_with_its_source_answer_needs_no_support_sentence(filled):
-    """A repeat in other words than its evidence sentence (no sentence holds half of its key
-    words): the judge's answer agreeing with the one the refine job found stands in for the
-    support check; a query that never missed still needs it."""
+def test_an_answered_miss_reports_whether_the_judge_gives_the_jobs_answer(filled):
+    """A repeat of an answered miss: the grounding decides the hit, and ``agrees`` says
+    whether the judge's answer is the one the refine job found in the source."""
     from cos_integrations.summarize.questions import QAPair
 
     index, _, model = filled
-    rule = UNREACHABLE.model_copy(update={"require_support": True})
     q = "Tell me quickly please, for the records: What is the garden item 6?"
-    first = retriever(index, model, rule=rule.model_copy(update={"threshold": 0.0})).retrieve(q)
-    assert first.judge_answer is None or not first.hit  # the usual route: no support
     pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
     index.store.add_question("garden", pair)
-    r = retriever(index, model, rule=rule).retrieve(q)
-    assert r.hit and r.answer == "value 6g"
-    assert r.checks["supported"] is False and r.checks["agrees"] is True
-    # the same answer recorded as something else: no agreement, the support check decides
+    r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
+    assert r.hit and r.answer == "value 6g" and r.checks["agrees"] is True
+    # recorded as something else: a hit on the grounding, the disagreement reported
     other = "Tell me quickly please, for the files: What is the garden item 6?"
     wrong = QAPair(question=other, answers=["value 5f"], split="train", origin="miss")
     index.store.add_question("garden", wrong)
-    r = retriever(index, model, rule=rule).retrieve(other)
-    assert not r.hit and r.checks["agrees"] is False
+    r = retriever(index, model, rule=UNREACHABLE).retrieve(other)
+    assert r.checks["agrees"] is False
 
 
-def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree(filled):
-    """answered_miss_similarity: a query this close to an answered miss's question goes to
+def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree(
+    filled, monkeypatch
+):
+    """PARAPHRASE_SIMILARITY: a query this close to an answered miss's question goes to
     its document too, and hits only when the judge's answer is the refine job's; one that
     is as close but asks something else goes the usual way (its judge call counted)."""
     from cos_integrations.summarize.questions import QAPair
@@ -230,10 +227,10 @@ def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree
     index.store.add_question("garden", pair)
     assert [row[1:] for row in index.store.answered_misses()] == [(asked, "garden", ["value 6g"])]
     paraphrase = "Tell me please: What is the garden item 6?"  # hashing cosine 0.88
-    exact = UNREACHABLE.model_copy(update={"answered_miss_similarity": None})
-    assert not retriever(index, model, rule=exact).retrieve(paraphrase).hit
-    assert HitRule().answered_miss_similarity == 0.95  # measured (tiered-5-para2): the default
-    near = UNREACHABLE.model_copy(update={"answered_miss_similarity": 0.85})
+    assert retrieval.PARAPHRASE_SIMILARITY == 0.95  # measured (tiered-5-para2)
+    assert not retriever(index, model, rule=UNREACHABLE).retrieve(paraphrase).hit  # too far
+    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.85)
+    near = UNREACHABLE
     r = retriever(index, model, rule=near).retrieve(paraphrase)
     assert r.hit and r.answer == "value 6g"
     assert r.checks["answered_miss"] and r.checks["paraphrase"] and r.checks["agrees"]
@@ -252,9 +249,10 @@ def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree
     assert item1.usage.calls == 2
     calls = len(model.calls)
     # too far for the bar: the usual route, no judge call
-    far = near.model_copy(update={"answered_miss_similarity": 0.9})
-    assert not retriever(index, model, rule=far).retrieve(paraphrase).hit
+    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.9)
+    assert not retriever(index, model, rule=near).retrieve(paraphrase).hit
     assert len(model.calls) == calls
+    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.85)
     # a later answered miss is read in as it comes (the retriever keeps its vectors)
     ret = retriever(index, model, rule=near)
     assert not ret.retrieve("Tell me please: What is the lease item 5?").hit
@@ -301,7 +299,9 @@ def test_not_in_source_is_remembered(filled):
     (outcome,) = Refiner(index, engine, retarget=1).run_once()  # lease's source only
     assert outcome.status == "not_in_source"
     second = ret.retrieve(q)
-    assert second.not_in_source and second.items == []
+    # known silent: no job again, but the source chunks are still read (never worse)
+    assert second.not_in_source and second.job_id is None
+    assert [h.id for h in second.items] == [h.id for h in first.items]
     assert index.store.enqueue("lease", q) is None  # never queued again
     # with more candidates, one not known to be silent, the full text is still searched
     wider = FallbackRetriever(index, llm=model, k=3, rule=SUMMARY_ONLY)
@@ -386,7 +386,9 @@ def test_extract_only_rejects_what_no_source_sentence_teaches(filled):
     assert index.store.answered_miss("What is the lease item 7?") == ("lease", ["value 7h"])
 
 
-def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document(filled):
+def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document(
+    filled, monkeypatch
+):
     """Issue 26 item 5 (tiered-5-retry): a source that answers from a sibling passage's fact
     (here: lease's "item 6" for the garden's) teaches its summary nothing; the query goes on
     to the next document, and a repeat goes where a summary was taught, not to the first
@@ -394,7 +396,9 @@ def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document
     index, engine, model = filled
     q = "Tell me: What is the garden item 6?"
     index.store.enqueue("lease", q)  # the collection's top chunk was lease's
-    model.script["source_answer"] = [json.dumps({"answers": [{"id": 1, "answer": "value 6g"}]})]
+    # lease's reader quotes a sentence it has (its item 6) and answers with garden's value
+    sibling = {"quote": "The lease item 6 is value 6g.", "answer": "value 6g"}
+    model.script["source_answer"] = [json.dumps(sibling)]
     first, *rest = Refiner(index, engine).run_once()
     assert (first.doc_id, first.status) == ("lease", "rejected")
     assert first.reason.startswith(STILL_MISSES) and "queued for" in first.reason
@@ -412,8 +416,10 @@ def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document
         index.store.add_question(doc_id, pair)
     assert index.store.answered_miss(other) == ("parking", ["parking 5"])
     # a paraphrase of it takes the same route
-    near = UNREACHABLE.model_copy(update={"answered_miss_similarity": 0.85})
-    para = retriever(index, model, rule=near).retrieve("Tell me please: What is the garden item 6?")
+    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.85)
+    para = retriever(index, model, rule=UNREACHABLE).retrieve(
+        "Tell me please: What is the garden item 6?"
+    )
     assert para.hit and para.checks["paraphrase"] and para.items[0].doc_id == "garden"
 
 
@@ -596,43 +602,35 @@ def test_the_background_refiner_teaches_the_way_the_retriever_says(filled, teach
         retriever(index, model, refine_teach="memorise")
 
 
-def test_a_source_answer_that_names_no_one_is_a_silent_source(index):
-    """A small model declines with "No one" ("Who had the most rushing yards?"); the words
-    are in the source ("no one may park"), so it is grounded, but it names nobody: the job
-    closes as not_in_source (and goes on to the next document) rather than teach it."""
-    declines = json.dumps({"answers": [{"id": 1, "answer": "No one"}]})
-    model = ScriptedFakeModel(script={"source_answer": [declines]})
+def test_only_the_models_own_no_answer_records_a_silent_source(index):
+    """A source is recorded silent on a query only when the model says it does not answer
+    it; a reply whose answer is not in its quote, whose quote is not in the source, or
+    that is no JSON, is rejected and records nothing, so no later miss of it is made worse."""
+    replies = {
+        "Who parks on the lawn?": json.dumps({"quote": "No one may park.", "answer": "Tom"}),
+        "Who mows the lawn?": json.dumps({"quote": "Tom mows it.", "answer": "Tom"}),
+        "Who waters the lawn?": "oops",
+        "Who owns the lawn?": json.dumps({"quote": "", "answer": ""}),
+    }
+    model = ScriptedFakeModel(script={"source_answer": list(replies.values())})
     engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
     text = make_document(4, topic="garden") + " No one may park on the lawn."
     doc = SourceDocument(doc_id="garden", text=text, source="garden.txt", title="Garden")
     asyncio.run(index.aingest([doc], engine))
-    q = "Who parks on the garden lawn most?"
-    index.store.enqueue("garden", q)
-    [outcome] = Refiner(index, engine).run_once()
-    assert (outcome.status, outcome.answer) == ("not_in_source", None)
-    assert index.store.answered_miss(q) is None and index.store.not_in_source("garden", q)
-    # a named answer from the same source is taught as before
+    for q in replies:
+        index.store.enqueue("garden", q)
+    outcomes = Refiner(index, engine, retarget=1).run_once()
+    assert [o.status for o in outcomes] == ["rejected", "rejected", "rejected", "not_in_source"]
+    assert "in_quote failed" in outcomes[0].reason and "quoted" in outcomes[1].reason
+    assert "unreadable reply" in outcomes[2].reason
+    assert [index.store.not_in_source("garden", q) for q in replies] == [False] * 3 + [True]
+    assert all(index.store.answered_miss(q) is None for q in replies)
+    # a quoted answer from the same source is taught as before: the quoted sentence
     index.store.enqueue("garden", "What is the garden item 3?")
     assert [(o.status, o.answer) for o in Refiner(index, engine).run_once()] == [
         ("published", "value 3d")
     ]
-
-
-def test_the_judges_numeral_is_written_in_the_contexts_words(index):
-    """A small model answers "4" from a context saying "four": the hit answers "four" (the
-    words it read; SQuAD's F1 scores "4" against "four" 0), where literal grounding alone
-    made it a miss. A numeral the context holds, or one it has no word for, stays."""
-    four = json.dumps({"answers": [{"id": 1, "answer": "4"}]})
-    model = ScriptedFakeModel()
-    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
-    text = "The garden gate count is four. " + make_document(4, topic="garden")
-    doc = SourceDocument(doc_id="garden", text=text, source="garden.txt", title="Garden")
-    asyncio.run(index.aingest([doc], engine))
-    model.script["answer"] = [four]  # the judge's next answer (ingest answers too)
-    r = retriever(index, model).retrieve("What is the garden gate count?")
-    assert r.hit and r.answer == r.judge_answer == "four" and r.checks["in_context"]
-    # the fake's own answer from the same summary: no numeral, nothing changes
-    assert retriever(index, model).retrieve("What is the garden item 0?").answer == "value 0a"
+    assert index.store.current_summary("garden").text.endswith("The garden item 3 is value 3d.")
 
 
 SEASON = (
@@ -642,37 +640,39 @@ SEASON = (
 )
 
 
-def _first_figure(messages) -> str:
-    """A reader that takes the first figure before the asked-for word ("How many
-    touchdowns ...") in the document it is given, whoever it belongs to: the 1.5B model's
-    misreading of SQuAD c03 (issue 26 item 5)."""
-    document = messages[0]["content"].split("<document>", 1)[-1]
-    word = re.search(r"How many (\w+)", messages[-1]["content"]).group(1)
-    m = re.search(rf"(\d+) {word}", document)
-    answer = m.group(1) if m else "I don't know"
-    return json.dumps({"answers": [{"id": 1, "answer": answer}]})
-
-
-@pytest.mark.parametrize("check_names", [True, False])
-def test_a_source_answer_off_a_sentence_not_naming_the_query_is_read_again(index, check_names):
-    """The answer's sentence names Manning, the query Osweiler: with ``check_names`` the
-    source is read again from the sentences naming Osweiler (one more call), and that
-    answer joins the bank; a query whose answer's sentence names what it asks about, or
-    follows a sentence that does, is read once."""
+def test_a_source_answer_teaches_the_sentences_its_quote_covers(index):
+    """The reader quotes the sentence about Osweiler (the 1.5B model read Manning's figure
+    off the sentence before it when it answered without a quote): the summary is taught
+    that sentence, and a quote over two sentences teaches both."""
     model = ScriptedFakeModel(thesis_facts=1)
     engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
     doc = SourceDocument(doc_id="season", text=SEASON, source="season.txt", title="Season")
     asyncio.run(index.aingest([doc], engine))
-    model.script["source_answer"] = [_first_figure] * 5
+    quoted = {"quote": "Brock Osweiler threw 10 touchdowns", "answer": "10"}
+    two = {"quote": "Peyton Manning retired after the final. He threw 4 picks", "answer": "4"}
+    model.script["source_answer"] = [json.dumps(quoted), json.dumps(two)]
+    model.script["answer"] = [None, _answers(model, "10"), None, _answers(model, "4")]
     q = "How many touchdowns did Brock Osweiler throw?"
     index.store.enqueue("season", q)
-    (outcome,) = Refiner(index, engine, check_names=check_names).run_once()
-    assert outcome.answer == ("10" if check_names else "9")
-    assert model.counts["source_answer"] == (2 if check_names else 1)
-    assert index.store.answered_miss(q) == ("season", [outcome.answer])
-    # the answer's sentence names Manning, or follows one that does ("He threw"): read once
-    for asked, answer in [("touchdowns", "9"), ("picks", "4")]:
-        calls = model.counts["source_answer"]
-        index.store.enqueue("season", f"How many {asked} did Peyton Manning throw?")
-        (named,) = Refiner(index, engine, check_names=check_names).run_once()
-        assert named.answer == answer and model.counts["source_answer"] == calls + 1
+    (outcome,) = Refiner(index, engine).run_once()
+    assert (outcome.status, outcome.answer) == ("published", "10"), outcome.reason
+    summary = index.store.current_summary("season").text
+    assert summary.endswith("In contrast, Brock Osweiler threw 10 touchdowns.")
+    index.store.enqueue("season", "How many picks did Peyton Manning throw?")
+    (picks,) = Refiner(index, engine).run_once()
+    assert picks.status == "published"
+    assert index.store.current_summary("season").text.endswith(
+        "Peyton Manning retired after the final. He threw 4 picks in the season."
+    )
+
+
+def _answers(model, value: str):
+    """The fake's answers to the bank, the missed question (asked first) answered ``value``
+    (the summary says it in words the fake's fact pattern does not read)."""
+
+    def reply(messages) -> str:
+        rows = json.loads(model._answer(messages))["answers"]
+        rows[0]["answer"] = value
+        return json.dumps({"answers": rows})
+
+    return reply

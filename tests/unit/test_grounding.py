@@ -1,0 +1,163 @@
+"""The grounded decision on text of every kind: the sentence splitter, the quote match and
+the echo rule on German, Chinese, biomedical and narrative text (each failed on the lexical
+checks of before 0.2: English abbreviations, stems, key-word lists), and a judge whose
+reply is a quote not in what it read, or no JSON at all, is a miss, never an exception."""
+
+import asyncio
+import logging
+
+import pytest
+from fakes import ScriptedFakeModel, make_document
+
+from cos_integrations import ChainOfSummaries, CoSConfig, CoSIndex, HitRule
+from cos_integrations.loaders import SourceDocument
+from cos_integrations.serving.hit_rule import GroundedReply, grounding_checks, quoted_sentences
+from cos_integrations.serving.retrieval import FallbackRetriever
+from cos_integrations.text import quote_in, split_sentences
+
+
+@pytest.mark.parametrize(
+    "text, sentences",
+    [
+        # German: an abbreviation ("z. B.", "ca.") is not a sentence's end
+        (
+            "Der Rhein ist z. B. ein Fluss. Die Stadt hat ca. 300.000 Einwohner.",
+            ["Der Rhein ist z. B. ein Fluss.", "Die Stadt hat ca. 300.000 Einwohner."],
+        ),
+        # Chinese: sentences end with 。 and no space follows
+        ("北京是中国的首都。它有很多人口。", ["北京是中国的首都。", "它有很多人口。"]),
+        # biomedical: "Fig. 2", "e.g." and "approx." do not end a sentence
+        (
+            "As shown in Fig. 2, SARS-CoV-2 binds ACE2, e.g. in the lung. The dose was "
+            "approx. 5 mg. It worked.",
+            [
+                "As shown in Fig. 2, SARS-CoV-2 binds ACE2, e.g. in the lung.",
+                "The dose was approx. 5 mg.",
+                "It worked.",
+            ],
+        ),
+        # narrative: a question in dialogue, then who asked it, is one sentence
+        (
+            '"Where are you going?" asked the fox. "Home," said the hen.',
+            ['"Where are you going?" asked the fox.', '"Home," said the hen.'],
+        ),
+    ],
+)
+def test_sentences_in_any_language(text, sentences):
+    assert split_sentences(text) == sentences
+
+
+def test_a_quote_matches_as_written_in_any_script():
+    assert quote_in("sars-cov-2 binds ACE2", "As shown, SARS-CoV-2 binds ACE2 in the lung.")
+    assert quote_in("SARS CoV 2  binds\nACE2", "SARS-CoV-2 binds ACE2.")  # spacing, punctuation
+    assert not quote_in("SARS-CoV-2 binds ACE-2 receptors", "SARS-CoV-2 binds ACE2.")
+    assert quote_in("它有很多人口", "北京是中国的首都。它有很多人口。")
+    assert quote_in("STRASSE", "Die Straße ist lang.")  # Unicode case folding
+    assert not quote_in("", "anything") and not quote_in("...", "anything")
+    # the sentences a quote covers, whole: what refinement appends
+    story = '"Where are you going?" asked the fox. "Home," said the hen. She ran.'
+    assert quoted_sentences("said the hen. She", story) == ['"Home," said the hen.', "She ran."]
+
+
+@pytest.mark.parametrize(
+    "question, reply, context, failed",
+    [
+        # German, inflected: the answer is the river's own name, in the question -> echo
+        (
+            "Wie heißt der Rhein auf Niederländisch?",
+            GroundedReply("Rhein", "Der Rhein fließt durch Köln"),
+            "Der Rhein fließt durch Köln. Auf Niederländisch heißt er Rijn.",
+            ["not_echo"],
+        ),
+        (
+            "Wie heißt der Rhein auf Niederländisch?",
+            GroundedReply("Rijn", "Auf Niederländisch heißt er Rijn"),
+            "Der Rhein fließt durch Köln. Auf Niederländisch heißt er Rijn.",
+            [],
+        ),
+        # Chinese: compared by character
+        (
+            "中国的首都是哪里？",
+            GroundedReply("北京", "北京是中国的首都"),
+            "北京是中国的首都。它有很多人口。",
+            [],
+        ),
+        # biomedical: hyphens and case do not matter, digits do
+        (
+            "Which receptor does SARS-CoV-2 bind?",
+            GroundedReply("ACE2", "sars-cov-2 binds ACE2"),
+            "As shown in Fig. 2, SARS-CoV-2 binds ACE2, e.g. in the lung.",
+            [],
+        ),
+        (
+            "How many mg was the dose?",
+            GroundedReply("50", "The dose was approx. 5 mg."),
+            "The dose was approx. 5 mg. It worked.",
+            ["in_quote"],
+        ),
+        # narrative: a clause answer inside a two-sentence quote
+        (
+            "Why did the hen run?",
+            GroundedReply("she wanted to go home", "She ran. She wanted to go home."),
+            "The fox came. She ran. She wanted to go home.",
+            [],
+        ),
+        # a quote the context does not hold: made up, whatever the answer
+        (
+            "Why did the hen run?",
+            GroundedReply("she was afraid", "She was afraid of the fox."),
+            "The fox came. She ran. She wanted to go home.",
+            ["quoted", "in_quote"],
+        ),
+    ],
+)
+def test_grounding_on_every_kind_of_text(question, reply, context, failed):
+    checks = grounding_checks(reply, question, context)
+    assert [name for name, ok in checks.items() if not ok] == failed
+
+
+@pytest.fixture
+def filled(tmp_path):
+    from cos_integrations.embedded.embeddings import HashingEmbedder
+
+    index = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(256))
+    model = ScriptedFakeModel(thesis_facts=3)
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    docs = [
+        SourceDocument(doc_id=t, text=make_document(8, topic=t), source=f"{t}.txt")
+        for t in ("lease", "garden")
+    ]
+    asyncio.run(index.aingest(docs, engine))
+    yield index, model
+    index.store.close()
+
+
+RULE = HitRule(judge="llm", threshold=0.0)
+
+
+def test_a_judge_quoting_what_it_did_not_read_is_a_miss(filled):
+    index, model = filled
+    q = "What is the garden item 1?"
+    assert FallbackRetriever(index, llm=model, rule=RULE).retrieve(q).hit  # the honest reply
+    model.script["grounded"] = ['{"quote": "The garden item 1 is value 9z.", "answer": "value 9z"}']
+    res = FallbackRetriever(index, llm=model, rule=RULE, refine_on_miss="off").retrieve(q)
+    assert not res.hit and res.checks["quoted"] is False and res.judge_answer == "value 9z"
+    assert "quoted" in res.reason and res.items  # answered from the source chunks instead
+
+
+def test_a_reply_that_is_not_json_is_a_miss_with_a_logged_reason(filled, caplog):
+    index, model = filled
+    model.script["grounded"] = ["Sure! The garden item 1 is value 1b."]
+    retriever = FallbackRetriever(index, llm=model, rule=RULE, refine_on_miss="off")
+    with caplog.at_level(logging.INFO, logger="cos_integrations.serving.retrieval"):
+        res = retriever.retrieve("What is the garden item 1?")
+    assert not res.hit and res.judge_error == "not the JSON object of the schema"
+    assert "unreadable" in res.reason and any("unreadable" in r.message for r in caplog.records)
+    assert res.items and all(h.kind == "chunk" for h in res.items)
+    # the judge was asked for the schema's structured output
+    schemas = [
+        s
+        for (task, _), s in zip(model.calls, model.json_schemas, strict=True)
+        if task == "grounded"
+    ]
+    assert schemas and all(s and s["name"] == "grounded_answer" for s in schemas)
