@@ -30,6 +30,7 @@ _EXPORTS = {
     "CoSConfig": "summarize.config",
     "CoSError": "errors",
     "CoSIndex": "serving.index",
+    "CoSIngestError": "ingest",
     "CoSModelError": "errors",
     "CoSOutputError": "errors",
     "CoSResult": "summarize.result",
@@ -38,6 +39,7 @@ _EXPORTS = {
     "IngestReport": "serving.index",
     "IterationRecord": "summarize.result",
     "LocalEmbedder": "embedded.embeddings",
+    "LocalModelServer": "embedded.server",
     "OpenAIChatModel": "model",
     "PRESETS": "summarize.config",
     "PROMPT_VERSION": "summarize.prompts",
@@ -49,14 +51,10 @@ _EXPORTS = {
     "SearchHit": "serving.index",
     "Usage": "usage",
     "answer_from": "serving.retrieval",
-    "exact_match": "metrics",
     "load_paths": "loaders",
-    "normalize_answer": "metrics",
     "open_model": "embedded.runtime",
     "read_manifest": "serving.index",
-    "rouge_l": "metrics",
-    "run_sync": "sync",
-    "squad_f1": "metrics",
+    "run_sync": "sync",  # the sync bridge the adapters use; not part of __all__
 }
 
 __all__ = [
@@ -67,6 +65,7 @@ __all__ = [
     "CoSConfig",
     "CoSError",
     "CoSIndex",
+    "CoSIngestError",
     "CoSModelError",
     "CoSOutputError",
     "CoSResult",
@@ -75,6 +74,7 @@ __all__ = [
     "IngestReport",
     "IterationRecord",
     "LocalEmbedder",
+    "LocalModelServer",
     "OpenAIChatModel",
     "PRESETS",
     "PROMPT_VERSION",
@@ -86,15 +86,14 @@ __all__ = [
     "SearchHit",
     "Usage",
     "answer_from",
-    "exact_match",
     "load_paths",
-    "normalize_answer",
     "open_model",
     "read_manifest",
-    "rouge_l",
-    "run_sync",
-    "squad_f1",
 ]
+
+# answer metrics are research tools (cos_integrations.research); importable from here, with
+# a warning, until 0.3
+MOVED_TO_RESEARCH = ("exact_match", "normalize_answer", "rouge_l", "squad_f1")
 
 # modules that moved into the subpackages in 0.2 (old name -> new path under this package):
 # ``import cos_integrations.index`` still works, with a DeprecationWarning, until 0.3
@@ -156,6 +155,14 @@ if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
 
 
 def __getattr__(name: str) -> Any:
+    if name in MOVED_TO_RESEARCH:
+        warnings.warn(
+            f"cos_integrations.{name} moved to cos_integrations.research.{name}; the old "
+            "name goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(".metrics", __name__), name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -171,9 +178,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from cos_integrations.embedded.embeddings import LocalEmbedder
     from cos_integrations.embedded.runtime import open_model
+    from cos_integrations.embedded.server import LocalModelServer
     from cos_integrations.errors import CoSError, CoSModelError, CoSOutputError
+    from cos_integrations.ingest import CoSIngestError
     from cos_integrations.loaders import load_paths
-    from cos_integrations.metrics import exact_match, normalize_answer, rouge_l, squad_f1
     from cos_integrations.model import ChatModel, ChatResult, OpenAIChatModel
     from cos_integrations.serving.hit_rule import HitRule
     from cos_integrations.serving.index import CoSIndex, IngestReport, SearchHit, read_manifest
@@ -184,5 +192,5 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from cos_integrations.summarize.prompts import PROMPT_VERSION
     from cos_integrations.summarize.questions import QAPair
     from cos_integrations.summarize.result import CoSResult, IterationRecord, QuestionScore
-    from cos_integrations.sync import run_sync
+    from cos_integrations.sync import run_sync as run_sync
     from cos_integrations.usage import Usage

@@ -8,7 +8,7 @@ call, whose loop serves that one call only: there it runs in place, since a thre
 (~0.2 ms on two cores) would only add to the caller's wait.
 
 Example:
-    >>> from cos_integrations import run_sync
+    >>> from cos_integrations.sync import run_sync
     >>> async def two() -> int:
     ...     return 2
     >>> run_sync(two())

@@ -21,7 +21,6 @@ __all__ = [
     "CoSLocalEmbeddings",
     "CoreChatModel",
     "CoreEmbedder",
-    "LangChainChatModel",
     "as_chat_model",
     "as_embedder",
     "document_id",

@@ -113,7 +113,7 @@ class CoSChatModel(BaseChatModel):
         return LCResult(generations=[ChatGeneration(message=msg)])
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        from cos_integrations import run_sync
+        from cos_integrations.sync import run_sync
 
         res = run_sync(self.model.chat(self._messages(messages), max_tokens=self.max_tokens))
         return self._result(res)

@@ -16,12 +16,13 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr
 
-from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
+from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.defaults import DEFAULT_REFINE_TEACH, HitContext, RefineTeach
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.hit_rule import HitRule, apply_legacy
 from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult
+from cos_integrations.sync import run_sync
 
 from .chat_model import as_chat_model
 from .embeddings import as_embedder

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables import RunnableConfig
 
-from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
+from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.ingest import (
     CoSIngestError,
     IngestReport,
@@ -21,6 +21,7 @@ from cos_integrations.ingest import (
 )
 from cos_integrations.loaders import SourceDocument, load_site
 from cos_integrations.storage.store import SummaryStore
+from cos_integrations.sync import run_sync
 
 from .chat_model import as_chat_model
 

@@ -18,7 +18,6 @@ __all__ = [
     "CoSCacheMissEvent",
     "CoSExpandToSourcePostprocessor",
     "CoSFallbackRetriever",
-    "CoSLLM",
     "CoSLocalEmbedding",
     "CoSSummaryTransform",
     "CoSTransformError",

@@ -184,13 +184,18 @@ class CoSFallbackRetriever(BaseRetriever):
             ...     persist_dir="./index", rule=HitRule(judge="llm"))
         """
         rule = kwargs.get("rule")
-        needs_llm = (
-            kwargs.get("judge") == "llm"
-            or (rule is not None and rule.judge == "llm")
-            or kwargs.get("refine_on_miss") == "background"
-        )
+        if rule is None:  # the index's recorded rule (HitRule() when none is)
+            recorded = (read_manifest(persist_dir) or {}).get("hit_rule")
+            rule = HitRule.model_validate(recorded) if recorded else HitRule()
+        judge = kwargs.get("judge") or rule.judge
+        needs_llm = judge == "llm" or kwargs.get("refine_on_miss") == "background"
         if llm is None and needs_llm:
             llm = _from_settings("llm")
+        elif llm is None and judge is None:  # the model judge when Settings has a model
+            try:
+                llm = _from_settings("llm")
+            except ValueError:
+                llm = None  # none usable: the similarity decides (HitRule.for_model)
         if embed_model is None:
             own = _core_embedder(persist_dir)
             if own is False:

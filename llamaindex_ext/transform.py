@@ -19,7 +19,7 @@ from llama_index.core.schema import (
 )
 from pydantic import Field, PrivateAttr
 
-from cos_integrations import ChainOfSummaries, CoSConfig, run_sync
+from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.ingest import (
     CoSIngestError,
     IngestReport,
@@ -31,6 +31,7 @@ from cos_integrations.ingest import (
 from cos_integrations.loaders import SourceDocument, load_site
 from cos_integrations.storage.db import strip_password
 from cos_integrations.storage.store import SummaryStore
+from cos_integrations.sync import run_sync
 from cos_integrations.text import chunk_text
 
 from .llm import as_chat_model

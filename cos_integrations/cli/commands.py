@@ -274,13 +274,13 @@ def query(
     """Search the summaries; on a miss, fall back to full text and queue a refinement.
 
     The hit rule is the index's (the one it was calibrated with), with the options given
-    here changed; --judge defaults to llm with --answer, else score."""
+    here changed; its judge is the model's with --answer (a model is opened), else the
+    similarity's, unless --judge says."""
     from cos_integrations.embedded.runtime import open_model
     from cos_integrations.serving.retrieval import FallbackRetriever, answer_from
 
     setup_logging(verbose)
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
-    judge = judge or ("llm" if answer else "score")
     levers = rule_levers(
         judge,
         threshold,
@@ -292,6 +292,7 @@ def query(
         verify_route=verify_route,
         answered_miss_similarity=answered_miss_similarity,
     )
+    # the rule's judge, left out, is the model's when a model is opened (HitRule.for_model)
     rule = idx.hit_rule.with_options(**levers)
     needs_model = answer or rule.judge == "llm"
 

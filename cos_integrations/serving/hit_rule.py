@@ -114,11 +114,12 @@ class HitRule(BaseModel):
         description="the quantile of known questions' similarity to their own summary that "
         "an index calibrates its threshold to (about 3 in 4 such queries reach the judge)",
     )
-    judge: Judge = Field(
-        "score",
+    judge: Judge | None = Field(
+        None,
         description='"llm": the model must answer the query from the hit context with a '
         'quote from it, and the reply must be grounded; "score": the similarity alone '
-        "decides (no model call)",
+        'decides (no model call, an explicit choice); None: "llm" when the retriever has a '
+        'model, else "score" (:meth:`for_model`)',
     )
     hit_context: HitContext | None = Field(
         None,
@@ -155,6 +156,22 @@ class HitRule(BaseModel):
             )
             data = {k: v for k, v in data.items() if k not in DEPRECATED_RULE_FIELDS}
         return data
+
+    def for_model(self, has_model: bool) -> HitRule:
+        """This rule as a retriever runs it: a ``judge`` left out (``None``) is the model
+        judge when the retriever has a model, else the similarity alone. The one place
+        every retriever (the core, both frameworks', ``cos query``, ``cos eval``) resolves
+        the default, so the rule the benchmarks measured is the one a model gets.
+
+        Example:
+            >>> HitRule().for_model(True).judge, HitRule().for_model(False).judge
+            ('llm', 'score')
+            >>> HitRule(judge="score").for_model(True).judge
+            'score'
+        """
+        if self.judge is not None:
+            return self
+        return self.model_copy(update={"judge": "llm" if has_model else "score"})
 
     @property
     def context(self) -> HitContext:

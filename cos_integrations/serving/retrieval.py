@@ -433,8 +433,11 @@ class FallbackRetriever:
 
     @property
     def rule(self) -> HitRule:
-        """The hit rule in force: the one given, else the index's (read live)."""
-        return self._rule if self._rule is not None else self.index.hit_rule
+        """The hit rule in force: the one given, else the index's (read live), its judge
+        resolved for this retriever (:meth:`HitRule.for_model`: the model judge when it
+        has ``llm``)."""
+        rule = self._rule if self._rule is not None else self.index.hit_rule
+        return rule.for_model(self.llm is not None)
 
     @rule.setter
     def rule(self, rule: HitRule | None) -> None:
