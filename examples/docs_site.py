@@ -27,7 +27,6 @@ from cos_integrations import (
     CoSConfig,
     CoSIndex,
     FallbackRetriever,
-    HitRule,
     LocalEmbedder,
     answer_from,
     load_paths,
@@ -66,7 +65,7 @@ async def main(index_dir: Path, pages: list[str] | None) -> None:
             f"ingested in {took:.0f}s ({took / max(1, len(report.summarized)):.0f}s a new "
             f"section, {report.usage.calls} calls); failed: {len(report.failed)}"
         )
-        retriever = FallbackRetriever(index, llm=llm, k=2, rule=HitRule(judge="llm"))
+        retriever = FallbackRetriever(index, llm=llm, k=2)  # the shipped rule: the model judges
         for q in QUESTIONS:
             res = await retriever.aretrieve(q)
             answer = res.answer

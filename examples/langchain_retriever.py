@@ -14,7 +14,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
-from cos_integrations import CoSConfig, HitRule, load_paths, open_model
+from cos_integrations import CoSConfig, load_paths, open_model
 from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
 
 HERE = Path(__file__).parent
@@ -38,9 +38,8 @@ def main(index_dir: Path) -> None:
             llm=chat,
             embeddings=CoSLocalEmbeddings(),
             k=2,
-            cos_config=CoSConfig.fast(max_summary_words=60),
-            rule=HitRule(threshold=0.75, judge="llm"),
-        )
+            cos_config=CoSConfig.shipped(max_summary_words=60),  # what `cos ingest` ships
+        )  # the shipped hit rule: the model judge, as the retriever has a model
         print("indexed:", retriever.add_documents(docs))
         for q in ("When is the rent due?", "How many kilometres make a train journey mandatory?"):
             found = retriever.invoke(q)

@@ -16,7 +16,7 @@ from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from cos_integrations import CoSConfig, HitRule, load_paths, open_model
+from cos_integrations import CoSConfig, load_paths, open_model
 from llamaindex_ext import (
     CoSExpandToSourcePostprocessor,
     CoSFallbackRetriever,
@@ -42,7 +42,7 @@ def main(index_dir: Path) -> None:
     with open_model(echo=print) as llm:
         transform = CoSSummaryTransform(
             llm=llm,
-            config=CoSConfig.fast(max_summary_words=60),
+            config=CoSConfig.shipped(max_summary_words=60),  # what `cos ingest` ships
             emit="both",
             store_path=index_dir / "cos.sqlite",
         )
@@ -64,8 +64,7 @@ def main(index_dir: Path) -> None:
             llm=llm,
             embed_model=embed_model,
             similarity_top_k=2,
-            rule=HitRule(threshold=0.75, judge="llm"),
-        )
+        )  # the shipped hit rule: the model judge, as the retriever has a model
         for q in ("When is the rent due?", "Where must bicycles be stored?"):
             found = retriever.retrieve(q)
             state = "HIT" if found and found[0].node.metadata["cos_hit"] else "MISS"
