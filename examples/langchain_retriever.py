@@ -38,7 +38,7 @@ def main(index_dir: Path) -> None:
             llm=chat,
             embeddings=CoSLocalEmbeddings(),
             k=2,
-            cos_config=CoSConfig.shipped(max_summary_words=60),  # what `cos ingest` ships
+            config=CoSConfig.shipped(max_summary_words=60),  # what `cos ingest` ships
         )  # the shipped hit rule: the model judge, as the retriever has a model
         print("indexed:", retriever.add_documents(docs))
         for q in ("When is the rent due?", "How many kilometres make a train journey mandatory?"):

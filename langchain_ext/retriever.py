@@ -108,7 +108,11 @@ class CoSFallbackRetriever(BaseRetriever):
     chroma_url: str | None = None
     # the store on a server (postgresql://...); None: the manifest's, else the index's file
     store_url: str | None = Field(default=None, repr=False)
-    cos_config: CoSConfig | None = None
+    # the ingest config (add_documents; also the background refiner's), as the transformer
+    # and the core call it; `cos_config` (the name before 0.2) is still accepted
+    config: CoSConfig | None = Field(
+        default=None, validation_alias=AliasChoices("config", "cos_config")
+    )
     concurrency: int = 2
 
     _llm: Any = PrivateAttr(default=None)
@@ -118,12 +122,13 @@ class CoSFallbackRetriever(BaseRetriever):
     _core_spec: tuple = PrivateAttr(default=())
 
     def __init__(self, *, llm: Any = None, embeddings: Any = None, **data: Any) -> None:
-        if "index_path" in data:
-            warnings.warn(
-                "index_path= is the name before 0.2 of persist_dir=; it goes in 0.3",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+        for old, new in (("index_path", "persist_dir"), ("cos_config", "config")):
+            if old in data:
+                warnings.warn(
+                    f"{old}= is the name before 0.2 of {new}=; it goes in 0.3",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
         legacy = {k: data[k] for k in _LEGACY if data.get(k) is not None}
         apply_legacy(None, legacy, where="CoSFallbackRetriever", base=HitRule())  # warns
         super().__init__(**data)
@@ -162,7 +167,7 @@ class CoSFallbackRetriever(BaseRetriever):
             self._index = CoSIndex(
                 self.persist_dir,
                 embedder=as_embedder(self._embeddings),
-                config=self.cos_config,
+                config=self.config,
                 chroma_url=self.chroma_url,
                 store_url=self.store_url,
             )
@@ -190,7 +195,7 @@ class CoSFallbackRetriever(BaseRetriever):
         if self._llm is None:
             raise ValueError("add_documents needs llm= to write summaries")
         engine = ChainOfSummaries(
-            as_chat_model(self._llm, kwargs.get("config")), self.cos_config or self.index.config
+            as_chat_model(self._llm, kwargs.get("config")), self.config or self.index.config
         )
         sources = [
             SourceDocument(
@@ -221,7 +226,7 @@ class CoSFallbackRetriever(BaseRetriever):
                 self.index,
                 llm=as_chat_model(self._llm) if self._llm is not None else None,
                 refine_on_miss=self.refine_on_miss,
-                refine_config=self.cos_config,
+                refine_config=self.config,
                 refine_teach=self.refine_teach,
             )
             self._core_spec = spec

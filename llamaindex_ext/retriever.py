@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from cos_integrations import CoSConfig
 from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.embedded.embeddings import LocalEmbedder
 from cos_integrations.serving.hit_rule import HitRule, apply_legacy
-from cos_integrations.serving.index import CoSIndex, SearchHit, read_manifest
+from cos_integrations.serving.index import SUMMARIES, CoSIndex, SearchHit, read_manifest
 from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, cite
 
 from .embeddings import as_embedder
@@ -90,6 +91,22 @@ def _core_embedder(persist_dir: str | Path) -> bool | None:
     return name == LocalEmbedder.name or name.startswith("hashing-bow-")
 
 
+def _check_collection(vector_store: Any) -> None:
+    """A vector store given to the retriever must be over the index's summary collection."""
+    if vector_store is None:
+        return
+    collection = getattr(vector_store, "_collection", None) or getattr(
+        vector_store, "chroma_collection", None
+    )
+    name = getattr(collection, "name", None)
+    if name != SUMMARIES:
+        raise ValueError(
+            f"the vector store's collection is {name!r}; the retriever searches the index's "
+            f"summary collection {SUMMARIES!r}: write the pipeline's summaries there "
+            f'(client.get_or_create_collection("{SUMMARIES}", ...)) or leave vector_store out'
+        )
+
+
 class CoSFallbackRetriever(BaseRetriever):
     """Summaries on a hit; source chunks, a refine job and an event on a miss.
 
@@ -126,12 +143,20 @@ class CoSFallbackRetriever(BaseRetriever):
         similarity_top_k: int = 4,
         rule: HitRule | None = None,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
-        config: CoSConfig | None = None,
+        refine_config: CoSConfig | None = None,
         refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **legacy: Any,
     ) -> None:
+        if "config" in legacy:  # the name before 0.2 of refine_config
+            warnings.warn(
+                "config= is the name before 0.2 of refine_config= (the transform's config= "
+                "is the ingest config); it goes in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            refine_config = legacy.pop("config")
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.index = index
         self.similarity_top_k = similarity_top_k  # read on every query
@@ -142,7 +167,7 @@ class CoSFallbackRetriever(BaseRetriever):
             k=similarity_top_k,
             rule=apply_legacy(rule, legacy, where="CoSFallbackRetriever", base=index.hit_rule),
             refine_on_miss=refine_on_miss,
-            refine_config=config,
+            refine_config=refine_config,
             refine_teach=refine_teach,
         )
 
@@ -165,10 +190,15 @@ class CoSFallbackRetriever(BaseRetriever):
         embed_model: Any = None,
         chroma_url: str | None = None,
         store_url: str | None = None,
+        vector_store: Any = None,
         **kwargs: Any,
     ) -> CoSFallbackRetriever:
         """Open an index the LlamaIndex way: ``llm`` and ``embed_model`` default to
         ``Settings.llm`` / ``Settings.embed_model`` where the retriever needs them.
+        ``vector_store``: the ``ChromaVectorStore`` your pipeline wrote the summaries to; the
+        retriever searches the index's own summary collection (``cos_summaries``, the one
+        the transform's pipeline writes), so a store over another collection is an error
+        naming the expected one, never a silent empty search.
 
         The model is needed for a rule with ``judge="llm"`` and ``refine_on_miss="background"``. The
         embed model: the one the index's manifest names when the core can rebuild it (the
@@ -183,6 +213,7 @@ class CoSFallbackRetriever(BaseRetriever):
             >>> retriever = CoSFallbackRetriever.from_defaults(    # doctest: +SKIP
             ...     persist_dir="./index", rule=HitRule(judge="llm"))
         """
+        _check_collection(vector_store)
         rule = kwargs.get("rule")
         if rule is None:  # the index's recorded rule (HitRule() when none is)
             recorded = (read_manifest(persist_dir) or {}).get("hit_rule")

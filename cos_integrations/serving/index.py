@@ -50,6 +50,8 @@ from cos_integrations.text import chunk_text
 from cos_integrations.version import __version__
 
 __all__ = [
+    "SUMMARIES",
+    "CHUNKS",
     "CoSIndex",
     "IngestReport",
     "SearchHit",

@@ -37,7 +37,7 @@ def test_langchain_retriever_and_lcel_on_the_local_server(smoke_server, tmp_path
         llm=chat,
         embeddings=CoSLocalEmbeddings(),
         k=2,
-        cos_config=CFG,
+        config=CFG,
         rule=HitRule(threshold=0.0),
     )
     ids = retriever.add_documents([Document(page_content=t, id=k) for k, t in TEXTS.items()])

@@ -110,7 +110,7 @@ def retriever(tmp_path):
         llm=langchain_fake(),
         embeddings=emb,
         k=2,
-        cos_config=CFG,
+        config=CFG,
         rule=HitRule(threshold=0.0),
     )
     assert sorted(r.add_documents(docs())) == sorted(TOPICS)
@@ -204,7 +204,7 @@ def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
         llm=langchain_fake(),
         embeddings=HashingEmbedder(256),
         k=4,
-        cos_config=CFG,
+        config=CFG,
         rule=HitRule(
             threshold=0.1,
             judge="llm",
@@ -252,7 +252,7 @@ def test_the_fields_before_hit_rule_still_work_with_a_warning(retriever):
 def test_hit_rule_options_reach_the_core(tmp_path):
     from cos_integrations.embedded.embeddings import HashingEmbedder
 
-    kw = dict(llm=langchain_fake(), embeddings=HashingEmbedder(256), k=2, cos_config=CFG)
+    kw = dict(llm=langchain_fake(), embeddings=HashingEmbedder(256), k=2, config=CFG)
     loose = CoSFallbackRetriever.from_persist_dir(
         tmp_path / "ix", **kw, rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries")
     )
@@ -307,3 +307,11 @@ def test_section_documents_carry_heading_path_and_source_url(tmp_path):
     meta = docs_in[1].metadata
     assert meta["heading_path"] == "Guide › Install" and meta["source"].endswith("guide.md#install")
     assert meta["parent"] == "site/guide.md#guide" and meta["page"] == "site/guide.md"
+
+
+def test_config_is_the_ingest_config_and_cos_config_its_old_name(tmp_path):
+    new = CoSFallbackRetriever(persist_dir=str(tmp_path / "a"), config=CFG)
+    assert new.config == CFG and new.index.config == CFG
+    with pytest.warns(DeprecationWarning, match="cos_config"):
+        old = CoSFallbackRetriever(persist_dir=str(tmp_path / "b"), cos_config=CFG)
+    assert old.config == CFG

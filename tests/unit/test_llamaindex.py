@@ -365,3 +365,29 @@ def test_section_documents_keep_their_page_and_parent_through_the_pipeline(setup
     assert summary.relationships[NodeRelationship.SOURCE].node_id == "site/guide.md#check"
     assert summary.relationships[NodeRelationship.PARENT].node_id == "site/guide.md#install"
     assert summary.metadata["page"] == "site/guide.md"
+
+
+def test_one_name_for_each_config_and_a_foreign_collection_is_an_error(tmp_path):
+    """config= is the ingest config (the transform's), refine_config= the refinement's (the
+    retriever's; config= there is the name before 0.2); a vector store over another
+    collection than the index's summaries is an error naming the expected one."""
+    import chromadb
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    from cos_integrations import CoSIndex
+    from cos_integrations.embedded.embeddings import HashingEmbedder
+
+    index = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(64))
+    retriever = CoSFallbackRetriever(index, refine_config=CFG)
+    assert retriever.core.refine_config == CFG
+    with pytest.warns(DeprecationWarning, match="refine_config"):
+        old = CoSFallbackRetriever(index, config=CFG)
+    assert old.core.refine_config == CFG
+    client = chromadb.PersistentClient(path=str(tmp_path / "other"))
+    mine = ChromaVectorStore(chroma_collection=client.get_or_create_collection("my_docs"))
+    with pytest.raises(ValueError, match="'my_docs'.*'cos_summaries'"):
+        CoSFallbackRetriever.from_defaults(tmp_path / "ix", vector_store=mine, llm=None)
+    ours = ChromaVectorStore(chroma_collection=client.get_or_create_collection("cos_summaries"))
+    assert CoSFallbackRetriever.from_defaults(
+        tmp_path / "ix", vector_store=ours, embed_model=None, rule=None
+    ).index.path == (tmp_path / "ix")
