@@ -27,6 +27,8 @@ __all__ = [
     "normalize_text",
     "text_tokens",
     "quote_in",
+    "quote_span",
+    "QUOTE_MATCH",
     "tokens_in",
 ]
 
@@ -160,28 +162,81 @@ def text_tokens(text: str) -> list[str]:
     return normalize_text(text).split()
 
 
-def quote_in(quote: str, text: str) -> bool:
-    """True when ``quote`` occurs in ``text`` word for word, compared as
-    :func:`normalize_text` writes both (case, Unicode forms, punctuation and spacing do not
-    matter); a quote cut with an ellipsis ("..." or "…") must hold each of its parts. An
-    empty quote is in no text.
+# the share of a quote's tokens that must line up with the text, in order (quote_span): a
+# small model copies a sentence with a word changed or added ("distinguish" for
+# "distinguishes", "the largest known prime number" for "... prime"); a made-up sentence
+# lines up with far less
+QUOTE_MATCH = 0.8
+
+
+def quote_span(quote: str, text: str, *, share: float = QUOTE_MATCH) -> str | None:
+    """The words of ``text`` that ``quote`` copies, or ``None`` when it copies none. Both are
+    compared as :func:`normalize_text` writes them (case, Unicode forms, punctuation and
+    spacing do not matter), the quote aligned to the text in order (each token that lines up
+    +1, each changed, left out or added one -1; the text before and after is free), and
+    kept when its score reaches ``share`` of the quote's tokens. A quote cut with an
+    ellipsis ("..." or "…") aligns part by part (the parts' spans joined). An empty quote
+    copies nothing.
 
     Example:
-        >>> quote_in("the panthers' defense gave up 308 points", "The Panthers' defense gave "
-        ...     "up just 308 points.")
-        False
-        >>> quote_in("Panthers' defense gave up just 308 points", "The Panthers' defense "
-        ...     "gave up just 308 points.")
+        >>> src = "The Panthers' defense gave up just 308 points, sixth in the league."
+        >>> quote_span("Panthers' defense gave up just 308 points", src)
+        'panthers defense gave up just 308 points'
+        >>> quote_span("the panthers defense gave up 308 points", src)  # one word left out
+        'the panthers defense gave up just 308 points'
+        >>> quote_span("The Broncos defense gave up 300 points", src) is None
         True
-        >>> quote_in("Die Verteidigung … 308 Punkte", "Die Verteidigung gab 308 Punkte ab")
-        True
+        >>> quote_span("Die Verteidigung … 308 Punkte", "Die Verteidigung gab 308 Punkte ab")
+        'die verteidigung 308 punkte'
     """
-    parts = [normalize_text(p) for p in re.split(r"\.\.\.|…", quote)]
+    parts = [normalize_text(p).split() for p in re.split(r"\.\.\.|…", quote)]
     parts = [p for p in parts if p]
     if not parts:
-        return False
-    haystack = f" {normalize_text(text)} "
-    return all(f" {p} " in haystack for p in parts)
+        return None
+    tokens = text_tokens(text)
+    spans = []
+    for part in parts:
+        found = _align(part, tokens)
+        if found is None or found[0] < share * len(part):
+            return None
+        spans.append(" ".join(tokens[found[1] : found[2]]))
+    return " ".join(spans)
+
+
+def _align(part: list[str], tokens: list[str]) -> tuple[int, int, int] | None:
+    """The best alignment of all of ``part`` to a stretch of ``tokens`` (match +1; mismatch,
+    gap -1; free ends in ``tokens``): its score and the stretch's start and end."""
+    if not tokens:
+        return None
+    n, m = len(part), len(tokens)
+    prev = [0] * (m + 1)  # row 0: the quote may start anywhere in the text
+    start = list(range(m + 1))
+    for i in range(1, n + 1):
+        cur, cur_start = [-i] + [0] * m, [0] * (m + 1)
+        for j in range(1, m + 1):
+            diag = prev[j - 1] + (1 if part[i - 1] == tokens[j - 1] else -1)
+            up, left = prev[j] - 1, cur[j - 1] - 1
+            if diag >= up and diag >= left:
+                cur[j], cur_start[j] = diag, start[j - 1]
+            elif up >= left:
+                cur[j], cur_start[j] = up, start[j]
+            else:
+                cur[j], cur_start[j] = left, cur_start[j - 1]
+        prev, start = cur, cur_start
+    end = max(range(1, m + 1), key=lambda j: prev[j])
+    return prev[end], start[end], end
+
+
+def quote_in(quote: str, text: str) -> bool:
+    """True when ``quote`` copies words of ``text`` (:func:`quote_span`).
+
+    Example:
+        >>> quote_in("SARS CoV 2 binds ACE2", "SARS-CoV-2 binds ACE2 in the lung.")
+        True
+        >>> quote_in("ACE2 binds the spike protein of MERS", "SARS-CoV-2 binds ACE2.")
+        False
+    """
+    return quote_span(quote, text) is not None
 
 
 def tokens_in(text: str, where: str, *, share: float = 1.0) -> bool:

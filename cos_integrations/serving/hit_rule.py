@@ -51,7 +51,7 @@ from cos_integrations.defaults import (
     Judge,
 )
 from cos_integrations.metrics import is_unanswered
-from cos_integrations.text import quote_in, split_sentences, text_tokens, tokens_in
+from cos_integrations.text import quote_span, split_sentences, text_tokens, tokens_in
 
 __all__ = [
     "HitRule",
@@ -326,9 +326,10 @@ def parse_grounded(text: str) -> GroundedReply:
 
 def grounding_checks(reply: GroundedReply, question: str, context: str) -> dict[str, bool]:
     """The grounding of a reply to ``question`` from ``context``: ``answered`` (an answer,
-    not "I don't know"), ``quoted`` (the quote is in the context word for word,
-    :func:`~cos_integrations.text.quote_in`), ``in_quote`` (every token of the answer is in
-    the quote; digits as digits) and ``not_echo`` (the answer is not made only of the
+    not "I don't know"), ``quoted`` (the quote copies words of the context,
+    :func:`~cos_integrations.text.quote_span`: in order, a word changed or added at most in
+    five), ``in_quote`` (every token of the answer is in the context's words the quote
+    copies; digits as digits) and ``not_echo`` (the answer is not made only of the
     question's words, :func:`echoes_question`).
 
     Example:
@@ -340,11 +341,11 @@ def grounding_checks(reply: GroundedReply, question: str, context: str) -> dict[
         {'answered': True, 'quoted': True, 'in_quote': True, 'not_echo': False}
     """
     answered = reply.answered
-    quoted = answered and bool(reply.quote) and quote_in(reply.quote or "", context)
+    span = quote_span(reply.quote or "", context) if answered else None
     return {
         "answered": answered,
-        "quoted": quoted,
-        "in_quote": quoted and tokens_in(reply.answer or "", reply.quote or ""),
+        "quoted": span is not None,
+        "in_quote": span is not None and tokens_in(reply.answer or "", span),
         "not_echo": answered and not echoes_question(reply.answer, question),
     }
 

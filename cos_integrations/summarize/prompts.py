@@ -190,11 +190,9 @@ def source_answer_messages(text: str, questions: Sequence[str]) -> list[Message]
 # question (a clause for "why"), not a fixed "short phrase".
 GROUNDED_TASK = (
     "Question: {question}\n\n"
-    'Reply as JSON: {{"quote": "...", "answer": "..."}}. quote: the sentence or sentences of '
-    "the {text} that answer the question, copied exactly, word for word. answer: the part of "
-    "the quote that answers the question, as short as the question allows (a name, a number, "
-    "a phrase; a clause when it asks why or how), in the {text}'s words and language. If "
-    'the {text} does not answer the question, reply {{"quote": "", "answer": ""}}.'
+    'Reply as JSON {{"quote": "...", "answer": "..."}}: quote, the sentence of the {text} '
+    "that answers the question, copied word for word; answer, the shortest part of the quote "
+    'that answers it. If the {text} does not answer it: {{"quote": "", "answer": ""}}.'
 )
 
 

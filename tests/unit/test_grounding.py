@@ -54,6 +54,15 @@ def test_a_quote_matches_as_written_in_any_script():
     assert quote_in("它有很多人口", "北京是中国的首都。它有很多人口。")
     assert quote_in("STRASSE", "Die Straße ist lang.")  # Unicode case folding
     assert not quote_in("", "anything") and not quote_in("...", "anything")
+    # a small model's copy with a word changed or added still lines up; a made-up one not
+    source = "The immune system detects agents, known as pathogens, and distinguishes them."
+    assert quote_in(
+        "The immune system detects agents, known as pathogens, and distinguish them", source
+    )
+    assert quote_in(
+        "The immune system detects agents, known as pathogens, and then distinguishes them", source
+    )
+    assert not quote_in("The immune system ignores pathogens entirely", source)
     # the sentences a quote covers, whole: what refinement appends
     story = '"Where are you going?" asked the fox. "Home," said the hen. She ran.'
     assert quoted_sentences("said the hen. She", story) == ['"Home," said the hen.', "She ran."]

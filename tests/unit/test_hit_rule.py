@@ -16,6 +16,9 @@ from cos_integrations.serving.retrieval import FallbackRetriever
 
 
 def test_defaults_follow_from_the_judge():
+    # left out, the judge is the model's where the retriever has one (HitRule.for_model)
+    assert HitRule().for_model(True) == HitRule(judge="llm")
+    assert HitRule().for_model(False) == HitRule(judge="score")
     score, llm = HitRule(), HitRule(judge="llm")
     grounded = ["answered", "quoted", "in_quote", "not_echo"]
     assert (score.context, score.routes, score.required_checks()) == ("summaries", False, grounded)
@@ -110,8 +113,8 @@ def test_the_index_records_its_rule_and_retrievers_without_one_use_it(filled):
     reopened = CoSIndex(index.path)
     try:
         assert reopened.hit_rule == HitRule(threshold=0.999)
-        plain = FallbackRetriever(reopened)
-        assert plain.rule == reopened.hit_rule and plain.threshold == 0.999
+        plain = FallbackRetriever(reopened)  # no model: the recorded rule, similarity-judged
+        assert plain.rule == reopened.hit_rule.for_model(False) and plain.threshold == 0.999
         assert not plain.retrieve(q).hit  # the recorded rule decides
         # a rule given to the retriever wins over the index's
         assert FallbackRetriever(reopened, rule=HitRule(threshold=0.0)).retrieve(q).hit
@@ -140,7 +143,7 @@ def test_legacy_keywords_still_work_with_a_warning(filled):
     index, model = filled
     with pytest.warns(DeprecationWarning, match=r"rule=HitRule\(threshold=\.\.\."):
         old = FallbackRetriever(index, threshold=0.5)
-    assert old.rule == HitRule(threshold=0.5) and old.threshold == 0.5
+    assert old.rule == HitRule(threshold=0.5, judge="score") and old.threshold == 0.5
     with pytest.warns(DeprecationWarning):
         both = FallbackRetriever(
             index, llm=model, rule=HitRule(judge="llm"), hit_context="best", verify_route=False
@@ -191,7 +194,7 @@ def test_each_step_of_aretrieve_on_its_own(filled):
     # a similarity-only rule: the context decides, no model call
     before = len(model.calls)
     scored = Decision()
-    asyncio.run(ret._build_context(q, scored, cands, emb, HitRule(threshold=0.0)))
+    asyncio.run(ret._build_context(q, scored, cands, emb, HitRule(threshold=0.0, judge="score")))
     assert scored.hit and scored.context == [c for c in cands if c.score >= 0.0]
     assert len(model.calls) == before
 
