@@ -14,10 +14,13 @@ A query's best summary is a **hit** when
    replies, through the endpoint's structured output (:data:`GROUNDED_SCHEMA`), with a
    verbatim **quote** from it and a short **answer**;
 4. the reply is grounded (:meth:`HitRule.check`, :func:`grounding_checks`): an answer was
-   given, the quote is in the context word for word (:func:`~cos_integrations.text.quote_in`:
-   Unicode-normalised, case, punctuation and spacing aside), the answer is in the quote, and
-   the answer is not made only of the question's own words. A reply that is not the
-   schema's JSON is a miss with a logged reason, never an exception.
+   given, the quote copies words of what the judge read
+   (:func:`~cos_integrations.text.quote_span`: Unicode-normalised, case, punctuation and
+   spacing aside, a changed or added word in five tolerated), the answer is in those words,
+   the answer is not made only of the question's own words, and the quote copies the
+   **source** too, the answer in its words there (``in_source``: a summary sentence that
+   the source does not bear out is no evidence). A reply that is not the schema's JSON is a
+   miss with a logged reason, never an exception.
 
 Nothing in the decision depends on the language: no word lists, stems or capitals; text is
 compared as :func:`~cos_integrations.text.normalize_text` writes it.
@@ -29,7 +32,7 @@ and ``cos eval`` take one (``rule=``), and an index records the one it was calib
 Example:
     >>> rule = HitRule(judge="llm")
     >>> rule.context, rule.routes, rule.required_checks()
-    ('focused', True, ['answered', 'quoted', 'in_quote', 'not_echo'])
+    ('focused', True, ['answered', 'quoted', 'in_quote', 'not_echo', 'in_source'])
 """
 
 from __future__ import annotations
@@ -187,23 +190,27 @@ class HitRule(BaseModel):
 
     def required_checks(self) -> list[str]:
         """The checks on the judge's reply that must all pass for a hit."""
-        return list(GROUNDING_CHECKS)
+        return [*GROUNDING_CHECKS, "in_source"]
 
     def check(
         self, reply: GroundedReply, query: str, context: str, *, sources: str = ""
     ) -> dict[str, bool]:
         """Every check on the judge's ``reply`` (no model call): ``context`` is what it
-        read, ``sources`` the full text of its documents (``in_source``, reported only).
-        :meth:`failed` says which required ones did not pass.
+        read, ``sources`` the full text of its documents (``in_source``: the quote copies
+        the source as well, the answer in its words there). :meth:`failed` says which
+        required ones did not pass.
 
         Example:
             >>> reply = GroundedReply("Kawann Short", "Kawann Short led the team in sacks")
-            >>> HitRule(judge="llm").check(reply, "Who led the Panthers in sacks?",
-            ...     "Pro Bowl tackle Kawann Short led the team in sacks.")["quoted"]
-            True
+            >>> src = "Pro Bowl tackle Kawann Short led the team in sacks."
+            >>> checks = HitRule(judge="llm").check(reply, "Who led the Panthers in sacks?",
+            ...     src, sources=src)
+            >>> checks["quoted"], checks["in_source"]
+            (True, True)
         """
         checks = grounding_checks(reply, query, context)
-        checks["in_source"] = checks["answered"] and tokens_in(reply.answer or "", sources)
+        span = quote_span(reply.quote or "", sources) if checks["quoted"] else None
+        checks["in_source"] = span is not None and tokens_in(reply.answer or "", span)
         return checks
 
     def failed(self, checks: dict[str, bool]) -> list[str]:

@@ -20,7 +20,7 @@ def test_defaults_follow_from_the_judge():
     assert HitRule().for_model(True) == HitRule(judge="llm")
     assert HitRule().for_model(False) == HitRule(judge="score")
     score, llm = HitRule(), HitRule(judge="llm")
-    grounded = ["answered", "quoted", "in_quote", "not_echo"]
+    grounded = ["answered", "quoted", "in_quote", "not_echo", "in_source"]
     assert (score.context, score.routes, score.required_checks()) == ("summaries", False, grounded)
     assert (llm.context, llm.routes) == ("focused", True)
     assert HitRule(judge="llm", hit_context="best").context == "best"
@@ -73,18 +73,24 @@ def test_check_reports_every_check_and_failed_names_the_required_ones():
     }
     assert rule.failed(good) == []
     # the question's own words, quoted right: the echo check catches it
-    echo = rule.check(GroundedReply("the Panthers", "The Panthers lost."), q, ctx)
+    echo = rule.check(GroundedReply("the Panthers", "The Panthers lost."), q, ctx, sources=ctx)
     assert rule.failed(echo) == ["not_echo"]
     # a quote the context does not hold, an answer its quote does not hold
     made_up = rule.check(GroundedReply("Kawann Short", "Short led the defense"), q, ctx)
-    assert rule.failed(made_up) == ["quoted", "in_quote"]
-    elsewhere = rule.check(GroundedReply("Josh Norman", "Kawann Short led the Panthers"), q, ctx)
-    assert rule.failed(elsewhere) == ["in_quote"]
-    assert rule.failed(rule.check(GroundedReply("I don't know", ""), q, ctx)) == grounded_all()
-
-
-def grounded_all() -> list[str]:
-    return ["answered", "quoted", "in_quote", "not_echo"]
+    assert rule.failed(made_up) == ["quoted", "in_quote", "in_source"]
+    elsewhere = rule.check(
+        GroundedReply("Josh Norman", "Kawann Short led the Panthers"), q, ctx, sources=ctx
+    )
+    assert rule.failed(elsewhere) == ["in_quote", "in_source"]
+    everything = ["answered", "quoted", "in_quote", "not_echo", "in_source"]
+    assert rule.failed(rule.check(GroundedReply("I don't know", ""), q, ctx)) == everything
+    # quoted right from a summary sentence the source does not bear out: not in_source
+    summary = "Kawann Short led the Panthers in sacks and interceptions."
+    source = "Kawann Short led the Panthers in sacks. Josh Norman had four interceptions."
+    told = GroundedReply("Kawann Short", "Kawann Short led the Panthers in sacks and interceptions")
+    assert rule.failed(rule.check(told, "Who led in interceptions?", summary, sources=source)) == [
+        "in_source"
+    ]
 
 
 @pytest.fixture
