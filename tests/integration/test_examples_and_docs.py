@@ -58,7 +58,7 @@ def run(args: list[str], cwd: Path, env: dict, timeout: float = 600) -> str:
 def test_every_page_has_its_python_blocks_collected():
     names = [p.id for p in blocks()]
     assert any(n.startswith("README.md") for n in names)
-    assert len(names) >= 4
+    assert len(names) >= 3  # the README's three uses
 
 
 @pytest.mark.parametrize("code", blocks())
