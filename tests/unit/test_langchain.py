@@ -111,7 +111,7 @@ def retriever(tmp_path):
         embeddings=emb,
         k=2,
         config=CFG,
-        rule=HitRule(threshold=0.0),
+        rule=HitRule(threshold=0.0, judge="score"),  # random vectors: the similarity decides
     )
     assert sorted(r.add_documents(docs())) == sorted(TOPICS)
     return r
@@ -167,10 +167,10 @@ def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
     assert retriever.misses == 1
     # one core behind every query: counters survive, and a field changed after the first
     # query applies to the next one
-    retriever.rule = HitRule(threshold=0.0)
+    retriever.rule = HitRule(threshold=0.0, judge="score")
     assert retriever.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is True
     assert (retriever.hits, retriever.misses) == (1, 1)
-    retriever.rule = HitRule(threshold=0.0, hit_context="best")
+    retriever.rule = HitRule(threshold=0.0, judge="score", hit_context="best")
     assert len(retriever.invoke("What is the garden item 1?")) == 1
     assert (retriever.hits, retriever.misses) == (2, 1)
 
