@@ -30,7 +30,7 @@ __all__ = ["ALREADY_HELD", "STILL_MISSES", "UNSUPPORTED", "RefineJob", "RefineQu
 # (SummaryStore.answered_miss); the other two send the query on to the next document of
 # the chunk ranking (Refiner's retarget): such a source has likely read a sibling passage's
 # fact (measured: tiered-5-retry).
-UNSUPPORTED = "no sentence of the source holds the answer and the query's key words"
+UNSUPPORTED = "the source does not bear the answer out (its quote is not the source's, or lacks it)"
 ALREADY_HELD = "the summary already holds the source's sentence that answers the query"
 STILL_MISSES = "the summary with the source's sentence still does not answer the query"
 

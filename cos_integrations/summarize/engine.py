@@ -891,7 +891,7 @@ def _rewrite_tokens(cfg: CoSConfig, current: str, engine: ChainOfSummaries) -> i
 
 def extract_answers(source: str, current: str, questions: Sequence[QAPair]) -> str:
     """``current`` with the source's own sentence answering each of ``questions`` appended
-    (the one holding the question's answer and the most of its key words), skipping
+    (the one holding the question's answer and the most of its words), skipping
     sentences the summary already holds; ``""`` when no question has such a sentence.
 
     Example:
