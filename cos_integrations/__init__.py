@@ -3,7 +3,7 @@
 The names below load on first use (PEP 562), so tools that only need a corner of the
 package (``cos --help``, the store) do not pay for the model client's imports.
 
-Example:
+Examples:
     >>> from cos_integrations import ChainOfSummaries, CoSConfig, OpenAIChatModel
     >>> CoSConfig.paper().iterations
     10

@@ -10,7 +10,7 @@ is tuned to e5's cosine scores (median 0.83 for a question and its best summary)
 saved context tokens but kept a refined summary from being asked at all in the quick start
 (its similarity rose to 0.832), so refinement could not teach; 0.80 keeps it.
 
-Example:
+Examples:
     >>> from cos_integrations.defaults import DEFAULT_THRESHOLD, HIT_CONTEXTS
     >>> DEFAULT_THRESHOLD, HIT_CONTEXTS[-1]
     (0.8, 'focused')

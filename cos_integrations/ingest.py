@@ -13,7 +13,7 @@ types cannot carry failures, store the others and then raise :class:`CoSIngestEr
 holds the outputs of the documents that succeeded. Either way the next run retries only the
 failed documents: the stored ones are unchanged and cost nothing.
 
-Example:
+Examples:
     >>> report = await summarize_new(store, docs, engine)   # doctest: +SKIP
     >>> report.summarized, report.unchanged, report.failed  # doctest: +SKIP
 """
@@ -55,7 +55,7 @@ class IngestReport:
     (documents whose vectors an index repaired first), the new ``results`` and the
     ``usage`` of every model call of the run, failed ones included.
 
-    Example:
+    Examples:
         >>> report = IngestReport(summarized=["a"], failed={"b": "timeout"})
         >>> report.ok
         False
@@ -78,7 +78,7 @@ class CoSIngestError(CoSError):
     """Some documents failed to summarise; the others are stored, and their framework
     outputs (nodes or documents) are in ``outputs``. Re-running retries only the failed.
 
-    Example:
+    Examples:
         >>> try:                                              # doctest: +SKIP
         ...     docs = transformer.transform_documents(batch)
         ... except CoSIngestError as exc:
@@ -166,7 +166,7 @@ def flatten_metadata(meta: dict[str, Any], *, warn: Callable[[str], None] | None
     """Chroma-safe metadata: str/int/float/bool kept; lists and dicts JSON-encoded; None
     dropped. Each change is reported through ``warn``.
 
-    Example:
+    Examples:
         >>> flatten_metadata({"tags": ["a", "b"], "n": 1, "x": None})
         {'tags': '["a", "b"]', 'n': 1}
     """

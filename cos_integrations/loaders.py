@@ -5,7 +5,7 @@ unreadable or unsupported file, binary bytes, a PDF that is not one, empty text.
 UTF-8 in a text file is decoded with replacement characters and reported as a warning.
 Symlinks that leave the ingested folder are not followed unless asked.
 
-Example:
+Examples:
     >>> docs, problems = load_paths(["examples/docs"])     # doctest: +SKIP
 """
 
@@ -61,7 +61,7 @@ class SourceDocument:
         """What a framework document carries: id, source, title and, for a page's section,
         its page, anchor, heading path (one string) and parent section, all strings.
 
-        Example:
+        Examples:
             >>> SourceDocument("a.md#b", "text", "a.md#b", "A › B").flat_metadata()["title"]
             'A › B'
         """
@@ -175,7 +175,7 @@ def load_sections(
     path, metadata the page, anchor, heading path and parent section. Raises
     ``ValueError`` with the reason when the page cannot be used.
 
-    Example:
+    Examples:
         >>> docs = load_sections(Path("docs/guide.md"), root=Path("docs"))  # doctest: +SKIP
         >>> [d.doc_id for d in docs]  # doctest: +SKIP
         ['docs/guide.md#guide', 'docs/guide.md#install']
@@ -324,7 +324,7 @@ def load_site(paths: list[str | os.PathLike], **options: Any) -> list[SourceDocu
     each file that cannot be read logged as a warning and left out: what both frameworks'
     ``section_documents`` build on.
 
-    Example:
+    Examples:
         >>> [d.doc_id for d in load_site(["docs/"])]   # doctest: +SKIP
         ['docs/guide.md#guide', 'docs/guide.md#install']
     """

@@ -6,7 +6,7 @@ collapse whitespace; in another language, as MLQA's script does (``language=``: 
 language's articles, and Chinese scored by character). Scores against several gold aliases
 take the maximum.
 
-Example:
+Examples:
     >>> squad_f1("the Eiffel Tower", ["Eiffel tower in Paris"])
     0.6666666666666666
 """
@@ -80,7 +80,7 @@ def normalize_answer(text: str, language: str = "en") -> str:
     """Lowercase, punctuation and underscores to space, drop the ``language``'s articles,
     collapse spaces (Chinese: one token a character, as MLQA scores it).
 
-    Example:
+    Examples:
         >>> normalize_answer("The Rhine"), normalize_answer("der Rhein", "de")
         ('rhine', 'rhein')
     """
@@ -131,7 +131,7 @@ def squad_f1(prediction: str, gold: str | Iterable[str], language: str = "en") -
     """Token F1 of ``prediction`` against the best of the gold aliases (0.0 if unanswered),
     normalised for ``language`` (:func:`normalize_answer`).
 
-    Example:
+    Examples:
         >>> squad_f1("den Rhein", ["der Rhein"], "de"), squad_f1("den Rhein", ["der Rhein"])
         (1.0, 0.5)
     """

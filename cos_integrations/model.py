@@ -3,7 +3,7 @@
 Any back end plugs in by implementing :class:`ChatModel` (one async ``chat`` call). The
 LlamaIndex and LangChain packages adapt their own LLM classes to it.
 
-Example:
+Examples:
     >>> model = OpenAIChatModel(model="qwen", base_url="http://127.0.0.1:8080/v1")
     >>> model.base_url
     'http://127.0.0.1:8080/v1'
@@ -120,7 +120,7 @@ class OpenAIChatModel:
     retried at most ``timeout_retries`` times, each with twice the time, and the final
     error says how long it waited and what to change.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> llm = OpenAIChatModel(model="gpt-4o-mini", api_key="sk-test")
         >>> "sk-test" in repr(llm)

@@ -18,7 +18,7 @@ heading's anchor (trafilatura drops ids) at a fraction of BeautifulSoup's time.
 Short sections merge with a neighbour of the same page (``min_words``, up to
 ``max_words``), so an index does not fill with one-line summaries.
 
-Example:
+Examples:
     >>> md = "# Guide\\n\\nIntro words here.\\n\\n## Install\\n\\nRun pip install x.\\n"
     >>> [(s.anchor, s.path) for s in split_markdown(md, min_words=0)]
     [('guide', ['Guide']), ('install', ['Guide', 'Install'])]
@@ -103,7 +103,7 @@ class Section:
     """One section of a page: its heading path, anchor, level and text (the heading path
     first, so a summary and a search both know what it is about).
 
-    Example:
+    Examples:
         >>> s = Section(["Guide", "Install"], "install", 2, "Run pip install x.")
         >>> s.title, s.words
         ('Guide › Install', 4)
@@ -140,7 +140,7 @@ class Section:
 def slugify(text: str) -> str:
     """GitHub's heading anchor: lowercase, punctuation dropped, spaces to hyphens.
 
-    Example:
+    Examples:
         >>> slugify("5.1.3. List Comprehensions!")
         '513-list-comprehensions'
     """
@@ -316,7 +316,7 @@ def split_html(
     """An HTML page's sections at ``<h1>``-``<h3>`` of its main content (chrome removed,
     :func:`main_content`), with their anchors; short sections merged (:func:`merge_short`).
 
-    Example:
+    Examples:
         >>> html = ('<nav>Home | Next</nav><main><h1 id="guide">Guide</h1><p>Intro.</p>'
         ...         '<h2 id="install">Install</h2><p>Run <code>pip</code>.</p></main>')
         >>> [(s.anchor, s.body) for s in split_html(html, min_words=0)]
@@ -349,7 +349,7 @@ def merge_short(
     (a page title over a line of text) takes the next one in instead. Anchors of the
     folded sections are kept in :attr:`Section.merged`, so a citation of either resolves.
 
-    Example:
+    Examples:
         >>> a = Section(["A"], "a", 1, "one two three")
         >>> b = Section(["A", "B"], "b", 2, "four five")
         >>> [(s.anchor, s.merged, s.body) for s in merge_short([a, b], min_words=4)]

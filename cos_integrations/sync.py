@@ -7,7 +7,7 @@ off the event loop, in a worker thread, except inside a ``run_sync(..., inline=T
 call, whose loop serves that one call only: there it runs in place, since a thread hop
 (~0.2 ms on two cores) would only add to the caller's wait.
 
-Example:
+Examples:
     >>> from cos_integrations.sync import run_sync
     >>> async def two() -> int:
     ...     return 2
@@ -39,7 +39,7 @@ async def offload(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``await asyncio.to_thread(func, ...)``, or ``func(...)`` in place inside a
     ``run_sync(..., inline=True)`` call (nothing else waits on that loop).
 
-    Example:
+    Examples:
         >>> async def length() -> int:
         ...     return await offload(len, "abc")
         >>> run_sync(length()), run_sync(length(), inline=True)

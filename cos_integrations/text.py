@@ -99,7 +99,7 @@ def split_sentences(text: str) -> list[str]:
     sentence hard-wrapped over lines stays whole; a blank line, a list item or a heading
     always starts a new one.
 
-    Example:
+    Examples:
         >>> split_sentences("It rained. Then it snowed! Cold")
         ['It rained.', 'Then it snowed!', 'Cold']
         >>> split_sentences("Running back C. J. Anderson led, e.g. in week 2. Dr. Who ran.")
@@ -138,7 +138,7 @@ def normalize_text(text: str) -> str:
     punctuation and symbols as spaces (letters, digits and marks of every script kept),
     characters of scripts written without spaces apart, whitespace collapsed.
 
-    Example:
+    Examples:
         >>> normalize_text("SARS-CoV-2 binds  ACE2 (Fig. 2).")
         'sars cov 2 binds ace2 fig 2'
         >>> normalize_text("Straße 5,5 km"), normalize_text("北京是首都")
@@ -155,7 +155,7 @@ def text_tokens(text: str) -> list[str]:
     """:func:`normalize_text`'s tokens (a word, a number, or one character of a script
     written without spaces).
 
-    Example:
+    Examples:
         >>> text_tokens("Kawann Short's 11 sacks")
         ['kawann', 'short', 's', '11', 'sacks']
     """
@@ -178,7 +178,7 @@ def quote_span(quote: str, text: str, *, share: float = QUOTE_MATCH) -> str | No
     ellipsis ("..." or "…") aligns part by part (the parts' spans joined). An empty quote
     copies nothing.
 
-    Example:
+    Examples:
         >>> src = "The Panthers' defense gave up just 308 points, sixth in the league."
         >>> quote_span("Panthers' defense gave up just 308 points", src)
         'panthers defense gave up just 308 points'
@@ -230,7 +230,7 @@ def _align(part: list[str], tokens: list[str]) -> tuple[int, int, int] | None:
 def quote_in(quote: str, text: str) -> bool:
     """True when ``quote`` copies words of ``text`` (:func:`quote_span`).
 
-    Example:
+    Examples:
         >>> quote_in("SARS CoV 2 binds ACE2", "SARS-CoV-2 binds ACE2 in the lung.")
         True
         >>> quote_in("ACE2 binds the spike protein of MERS", "SARS-CoV-2 binds ACE2.")
@@ -246,7 +246,7 @@ def tokens_in(text: str, where: str, *, share: float = 1.0) -> bool:
     digits ("4" is not "four"); weighing tokens by length lets the short function words of
     any language count for little ("in the garage" is not in "in the basement").
 
-    Example:
+    Examples:
         >>> tokens_in("Kawann Short", "Pro Bowl tackle Kawann Short led the team")
         True
         >>> tokens_in("4 sacks", "four sacks"), tokens_in("4 sacks", "4 big sacks")
@@ -266,7 +266,7 @@ def tokens_in(text: str, where: str, *, share: float = 1.0) -> bool:
 def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:
     """Chunks of about ``words`` words on sentence boundaries, ``overlap`` words shared.
 
-    Example:
+    Examples:
         >>> len(chunk_text("One. Two. Three.", words=2, overlap=0))
         2
     """
@@ -306,7 +306,7 @@ def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:
 def complete_sentences(text: str) -> str:
     """Drop a last sentence cut off by a token cap (keep the text if little would remain).
 
-    Example:
+    Examples:
         >>> complete_sentences("Rent is due on the 1st. A late fee of")
         'Rent is due on the 1st.'
     """
@@ -342,7 +342,7 @@ def split_sections(text: str, budget: int, count: TokenCounter = estimate_tokens
     Boundaries fall between paragraphs where possible, then between sentences; nothing is
     dropped, and sections are balanced in size rather than greedily filled.
 
-    Example:
+    Examples:
         >>> parts = split_sections("a. " * 1000, budget=200)
         >>> len(parts) > 1 and all(estimate_tokens(p) <= 200 for p in parts)
         True

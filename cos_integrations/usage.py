@@ -10,7 +10,7 @@ __all__ = ["Usage"]
 class Usage(BaseModel):
     """Calls and tokens, as reported by the API's ``usage`` fields.
 
-    Example:
+    Examples:
         >>> u = Usage(calls=1, prompt_tokens=10)
         >>> u.add(Usage(calls=1, prompt_tokens=5, cached_tokens=4)).prompt_tokens
         15

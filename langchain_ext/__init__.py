@@ -1,6 +1,6 @@
 """LangChain components for Chain of Summaries.
 
-Example:
+Examples:
     >>> from langchain_ext import CoSDocumentTransformer, CoSFallbackRetriever
 
 Names: ``CoS*`` are CoS for LangChain (a transformer, a retriever, a chat model over the

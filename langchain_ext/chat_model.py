@@ -28,7 +28,7 @@ class CoreChatModel:
     ``config`` (callbacks, tags) flows into every call. (``Core*``: LangChain for the core,
     like :class:`CoreEmbedder`; ``CoS*``: CoS for LangChain, like :class:`CoSChatModel`.)
 
-    Example:
+    Examples:
         >>> from langchain_core.language_models import FakeListChatModel
         >>> model = CoreChatModel(FakeListChatModel(responses=["hi"]))
         >>> import asyncio
@@ -81,7 +81,7 @@ class CoSChatModel(BaseChatModel):
     """A core :class:`~cos_integrations.ChatModel` (e.g. the embedded local model) as a
     LangChain chat model, for LCEL chains without another provider package.
 
-    Example:
+    Examples:
         >>> from cos_integrations.embedded.server import LocalModelServer       # doctest: +SKIP
         >>> with LocalModelServer() as server:                        # doctest: +SKIP
         ...     chat = CoSChatModel(model=server.chat_model())

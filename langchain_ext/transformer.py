@@ -155,7 +155,7 @@ def section_documents(paths: list[str | Path], **options: Any) -> list[Document]
     path with its anchor, the heading path, the page and the parent section; ``options`` go
     to the core's ``load_paths``. Files that cannot be read are logged and left out.
 
-    Example:
+    Examples:
         >>> docs = section_documents(["docs/"])          # doctest: +SKIP
         >>> docs[0].metadata["source"]                   # doctest: +SKIP
         'docs/guide.md#install'

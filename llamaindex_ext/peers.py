@@ -16,7 +16,7 @@ base class of ``RaptorPack`` alone; :func:`raptor_retriever_class` puts core 0.1
 two-method ``BaseLlamaPack`` back under that name when it is missing, and uses the pack's
 ``RaptorRetriever`` unchanged.
 
-Example:
+Examples:
     >>> from cos_integrations.research.peers import PeerSetup
     >>> setup = PeerSetup(llm=server.chat_model(), embedder=embedder)  # doctest: +SKIP
     >>> peer = DocSummaryPeer(setup)                       # doctest: +SKIP
@@ -146,7 +146,7 @@ def _hits(nodes: list[NodeWithScore], kind: str) -> list[SearchHit]:
 class DocSummaryPeer:
     """LlamaIndex ``DocumentSummaryIndex`` with its embedding retriever.
 
-    Example:
+    Examples:
         >>> peer = DocSummaryPeer(setup)             # doctest: +SKIP
         >>> await peer.abuild(docs)  # doctest: +SKIP
     """
@@ -180,7 +180,7 @@ class DocSummaryPeer:
 class RaptorPeer:
     """The RAPTOR pack's ``RaptorRetriever`` (collapsed-tree mode, its default depth 3).
 
-    Example:
+    Examples:
         >>> peer = RaptorPeer(setup)                 # doctest: +SKIP
         >>> await peer.abuild(docs)  # doctest: +SKIP
     """

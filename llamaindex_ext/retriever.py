@@ -207,7 +207,7 @@ class CoSFallbackRetriever(BaseRetriever):
         another (an error if it is unset); and with no manifest yet (a pipeline wrote the
         collection), ``Settings.embed_model`` if one is usable, else e5.
 
-        Example:
+        Examples:
             >>> from llama_index.core import Settings              # doctest: +SKIP
             >>> Settings.llm = my_llm                              # doctest: +SKIP
             >>> retriever = CoSFallbackRetriever.from_defaults(    # doctest: +SKIP
@@ -304,7 +304,7 @@ class CoSFallbackRetriever(BaseRetriever):
 class CoSExpandToSourcePostprocessor(BaseNodePostprocessor):
     """Replace summary nodes by their source's best chunks (or the whole document).
 
-    Example:
+    Examples:
         .. code-block:: python
 
             engine = RetrieverQueryEngine.from_args(

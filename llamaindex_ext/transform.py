@@ -242,7 +242,7 @@ def section_documents(paths: list[str | Path], **options: Any) -> list[Document]
     ``load_paths`` (``min_words``, ``max_words``, ``follow_symlinks``). Files that cannot be
     read are logged and left out.
 
-    Example:
+    Examples:
         >>> docs = section_documents(["/usr/share/doc/python3-doc/html/tutorial"])  # doctest: +SKIP
         >>> docs[0].metadata["heading_path"]                                       # doctest: +SKIP
         'The Python Tutorial'

@@ -5,7 +5,7 @@ Run ``cos --help`` or ``cos COMMAND --help``. Exit codes: 0 success, 1 some work
 :mod:`.commands`, :mod:`.admin`, :mod:`.evaluate` and :mod:`.ui`, each on its own Typer app; this
 module joins them into one; what they share is in :mod:`.common`.
 
-Example:
+Examples:
     >>> from typer.testing import CliRunner                       # doctest: +SKIP
     >>> CliRunner().invoke(app, ["stats", "--index", "index"])     # doctest: +SKIP
 """

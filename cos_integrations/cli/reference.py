@@ -1,7 +1,7 @@
 """The ``cos`` command line as one Click command, for the documentation site's generated CLI
 reference (``mkdocs-click`` reads :data:`command`); nothing at run time imports this.
 
-Example:
+Examples:
     >>> from cos_integrations.cli.reference import command
     >>> "query" in command.commands
     True

@@ -4,7 +4,7 @@ An embedder has ``name``, ``dim``, ``embed_documents(texts)`` and ``embed_query(
 returning unit-length vectors (so Chroma's cosine distance is ``1 - cosine``). The index
 records the embedder's name and refuses to mix vectors from two embedders.
 
-Example:
+Examples:
     >>> emb = HashingEmbedder(dim=64)
     >>> v = emb.embed_query("rent due date")
     >>> round(sum(x * x for x in v), 6)
@@ -42,7 +42,7 @@ class LocalEmbedder:
     Documents get e5's ``passage:`` prefix and queries its ``query:`` prefix, as the model
     was trained.
 
-    Example:
+    Examples:
         >>> emb = LocalEmbedder()                       # doctest: +SKIP
         >>> len(emb.embed_query("when is rent due?"))   # doctest: +SKIP
         384
@@ -113,7 +113,7 @@ class FunctionEmbedder:
     """An :class:`Embedder` from two functions (a framework's embed model), L2-normalised
     so that Chroma's cosine distance means ``1 - cosine``.
 
-    Example:
+    Examples:
         >>> e = FunctionEmbedder("demo", lambda ts: [[3.0, 4.0] for _ in ts], lambda t: [3.0, 4.0])
         >>> e.embed_query("x"), e.dim
         ([0.6, 0.8], 2)

@@ -4,7 +4,7 @@ Order: an explicit base URL or endpoint wins; then ``COS_BASE_URL`` / ``OPENAI_A
 (with ``COS_MODEL``); then the embedded local model (``--local-model`` / ``COS_LOCAL_MODEL``,
 default ``default``). Each prints which one is used.
 
-Example:
+Examples:
     >>> with open_model(echo=print) as llm:          # doctest: +SKIP
     ...     cos = ChainOfSummaries(llm)
 """

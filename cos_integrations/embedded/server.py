@@ -30,7 +30,7 @@ registered; the server stops when its last user stops or dies (it checks every s
 whoever started it. Decisions are taken under a file lock, so two processes starting at
 once do not both start a server.
 
-Example:
+Examples:
     >>> from cos_integrations.embedded.server import LocalModelServer
     >>> with LocalModelServer("smoke") as server:            # doctest: +SKIP
     ...     llm = server.chat_model()
@@ -343,7 +343,7 @@ class ServerTokenizer:
     engine's token-counter hook; the character estimate when the server cannot answer
     (logged once). Counts are cached by text.
 
-    Example:
+    Examples:
         >>> count = ServerTokenizer("http://127.0.0.1:8080")   # doctest: +SKIP
         >>> count("Rent is due on the 5th.")                  # doctest: +SKIP
         8
@@ -384,7 +384,7 @@ class ServerTokenizer:
 class LocalModelServer:
     """Serve a local GGUF model on 127.0.0.1 with llama.cpp's OpenAI-compatible server.
 
-    Example:
+    Examples:
         >>> with LocalModelServer("small", n_ctx=8192) as server:   # doctest: +SKIP
         ...     print(server.base_url)                             # http://127.0.0.1:PORT/v1
         ...     llm = server.chat_model()                          # an OpenAIChatModel

@@ -6,7 +6,7 @@ runtime (ingest, retrieval, refinement, the frameworks) imports this package.
 The answer metrics (SQuAD F1 and exact match, ROUGE-L, the answer normalisation, per
 language) are here too.
 
-Example:
+Examples:
     >>> from cos_integrations.research import squad_f1
     >>> squad_f1("der Rhein", ["Rhein"], "de")
     1.0

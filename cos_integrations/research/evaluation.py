@@ -361,7 +361,7 @@ class AnswerCache:
     call, and so does a later run with the same ``path`` (JSONL); each method is still
     charged the call's usage.
 
-    Example:
+    Examples:
         >>> answers = AnswerCache(llm, "qwen", Path("answers.jsonl"))   # doctest: +SKIP
         >>> text, usage = await answers(qa, hits)                      # doctest: +SKIP
     """
@@ -717,7 +717,7 @@ class ContextualChunks:
     returned as the plain chunk, so the answer prompt is rag's. An exact cosine search in
     memory (at an evaluation's size the same top-k as Chroma's).
 
-    Example:
+    Examples:
         >>> chunks = await _contextual_chunks(index, docs, summaries)   # doctest: +SKIP
         >>> chunks.search("Who won?", 2)[0].kind                        # doctest: +SKIP
         'chunk'
@@ -1067,7 +1067,7 @@ _LATER_OPTIONS: dict[tuple[str, ...], Any] = {
 def _comparable(signature: dict[str, Any] | None) -> dict[str, Any] | None:
     """A copy of ``signature`` without the later options that cannot have changed its run.
 
-    Example:
+    Examples:
         >>> _comparable({"retrieval": {"k": 2, "refine_retarget": 3}})
         {'retrieval': {'k': 2}}
         >>> _comparable({"retrieval": {"refine_retarget": 3}, "refine_from_traffic": True})

@@ -7,7 +7,7 @@ BENCHMARKS.md work the same on a fresh clone (compressed) and right after a run 
 When both exist the plain file is newer: it was unpacked from the archive to be resumed
 and may have grown since.
 
-Example:
+Examples:
     >>> from pathlib import Path
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "run.docs.jsonl"

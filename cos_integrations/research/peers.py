@@ -11,7 +11,7 @@ prompts for its own summaries; ``cos eval`` answers from what it retrieves with 
 answer prompt as every other method, and charges its build (calls, tokens, seconds) to
 the ingest columns.
 
-Example:
+Examples:
     >>> from cos_integrations.research.peers import PEERS, UsageMeter
     >>> "doc-summary" in PEERS
     True
@@ -77,7 +77,7 @@ class UsageMeter:
     read from the ``usage`` of the response bodies (the server's own count). A peer's
     framework client is built on such a client, so its ingest is charged exactly.
 
-    Example:
+    Examples:
         >>> import httpx
         >>> meter = UsageMeter()
         >>> client = httpx.AsyncClient(event_hooks={"response": [meter.ahook]})
@@ -133,7 +133,7 @@ class CallRecord:
     tokens) and its seconds, added to :attr:`replayed_seconds`, so a build's figures do not
     depend on how many runs it took. ``path`` ``None``: nothing kept, every call made.
 
-    Example:
+    Examples:
         >>> record = CallRecord(None)
         >>> record.put("k", {"text": "a summary"}, 12.5)
         >>> record.get("k"), record.replayed_seconds
@@ -183,7 +183,7 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     own OpenAI-compatible client is built on a client with this transport). Anything that
     is not a successful completion passes through untouched.
 
-    Example:
+    Examples:
         >>> record = CallRecord(None)
         >>> client = httpx.Client(transport=RecordingTransport(record))
     """
@@ -246,7 +246,7 @@ class MeteredChatModel:
     LangChain peers call the model through it), answering from ``record`` a call it holds
     (:class:`CallRecord`) and keeping the others.
 
-    Example:
+    Examples:
         >>> meter = UsageMeter()
         >>> model = MeteredChatModel(llm, meter)                    # doctest: +SKIP
     """

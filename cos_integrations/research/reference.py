@@ -6,7 +6,7 @@ validation questions, exact-match judge, the rewrite parsed by splitting on "Sum
 the *last* iteration returned (no best-iteration selection, no keep-better rule). With
 i=10 and 10 + 5 questions that is 1 + 1 + 11 x 15 + 10 = 177 calls per document.
 
-Example:
+Examples:
     >>> result = await reference_summarize(llm, text, iterations=10)   # doctest: +SKIP
 """
 

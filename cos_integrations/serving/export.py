@@ -11,7 +11,7 @@ grouped by page: the sections of one page under its title; :func:`collect_entrie
 builds them from an index, in document-id order, so a re-export after a re-ingest
 changes only the entries whose sources changed.
 
-Example:
+Examples:
     >>> entries = [Entry("Lease", "https://x.example/lease", "Rent is due on the 5th.", "Docs")]
     >>> text = render_llms_txt("Flat 4B", entries, description="House documents")
     >>> parse_llms_txt(text)[1] == entries
@@ -146,7 +146,7 @@ def page_summary(summaries: list[str], *, max_words: int = 120) -> str:
     """A page's summary built from its sections' (no model call): the first sentence of
     each, in page order, while they fit in ``max_words``.
 
-    Example:
+    Examples:
         >>> page_summary(["Lists have methods. More here.", "Sets hold unique items."])
         'Lists have methods. Sets hold unique items.'
     """

@@ -29,7 +29,7 @@ A rule is a frozen value: the core retriever, both frameworks' retrievers, ``cos
 and ``cos eval`` take one (``rule=``), and an index records the one it was calibrated with
 (``CoSIndex.hit_rule``, in its manifest), which a retriever given no rule uses.
 
-Example:
+Examples:
     >>> rule = HitRule(judge="llm")
     >>> rule.context, rule.routes, rule.required_checks()
     ('focused', True, ['answered', 'quoted', 'in_quote', 'not_echo', 'in_source'])
@@ -95,7 +95,7 @@ class HitRule(BaseModel):
     ``require_support``, ``verify_chunk``, ``verify_route``, ``answered_miss_similarity``)
     are still accepted, with a deprecation warning, and do nothing.
 
-    Example:
+    Examples:
         >>> rule = HitRule(judge="llm", threshold=0.82)
         >>> rule.model_copy(update={"focus_sentences": 2}).focus_sentences
         2
@@ -166,7 +166,7 @@ class HitRule(BaseModel):
         every retriever (the core, both frameworks', ``cos query``, ``cos eval``) resolves
         the default, so the rule the benchmarks measured is the one a model gets.
 
-        Example:
+        Examples:
             >>> HitRule().for_model(True).judge, HitRule().for_model(False).judge
             ('llm', 'score')
             >>> HitRule(judge="score").for_model(True).judge
@@ -200,7 +200,7 @@ class HitRule(BaseModel):
         the source as well, the answer in its words there). :meth:`failed` says which
         required ones did not pass.
 
-        Example:
+        Examples:
             >>> reply = GroundedReply("Kawann Short", "Kawann Short led the team in sacks")
             >>> src = "Pro Bowl tackle Kawann Short led the team in sacks."
             >>> checks = HitRule(judge="llm").check(reply, "Who led the Panthers in sacks?",
@@ -221,7 +221,7 @@ class HitRule(BaseModel):
         """This rule with the options that are not ``None`` changed (a CLI's or a legacy
         keyword's way in: an option left out keeps the rule's value).
 
-        Example:
+        Examples:
             >>> HitRule().with_options(judge="llm", threshold=None).judge
             'llm'
         """
@@ -240,7 +240,7 @@ def apply_legacy(
     before 0.2 (``threshold=``, ``judge=``, ...) applied, and a deprecation warning; an
     unknown keyword is a ``TypeError`` naming ``where``. No keywords: ``rule`` unchanged.
 
-    Example:
+    Examples:
         >>> import warnings
         >>> with warnings.catch_warnings(record=True):
         ...     apply_legacy(None, {"judge": "llm"}, where="f", base=HitRule()).judge
@@ -282,7 +282,7 @@ class GroundedReply:
     """A model's answer and the verbatim quote it gives for it (``error``: why the reply
     could not be read; then both are ``None``).
 
-    Example:
+    Examples:
         >>> GroundedReply("1990", "It was founded in 1990.").answered
         True
         >>> GroundedReply("I don't know", "").answered
@@ -311,7 +311,7 @@ def parse_grounded(text: str) -> GroundedReply:
     """The reply of a :data:`GROUNDED_SCHEMA` call: its ``answer`` and ``quote``; a reply
     that is not that JSON object (a code fence around it is fine) has ``error`` set.
 
-    Example:
+    Examples:
         >>> parse_grounded('{"quote": "Rent is due on the 1st.", "answer": "the 1st"}')
         GroundedReply('the 1st', 'Rent is due on the 1st.')
         >>> parse_grounded("The 1st.").error
@@ -339,7 +339,7 @@ def grounding_checks(reply: GroundedReply, question: str, context: str) -> dict[
     copies; digits as digits) and ``not_echo`` (the answer is not made only of the
     question's words, :func:`echoes_question`).
 
-    Example:
+    Examples:
         >>> ctx = "Der Rhein fließt durch Köln. Auf Niederländisch heißt er Rijn."
         >>> q = "Wie heißt der Rhein auf Niederländisch?"
         >>> grounding_checks(GroundedReply("Rijn", "Auf Niederländisch heißt er Rijn"), q, ctx)
@@ -366,7 +366,7 @@ def is_grounded(answer: str | None, context: str) -> bool:
     any language. For text that is not a quote: a gold answer in a source, a model-written
     fact. Digits compare with digits: "4" is not grounded by "four".
 
-    Example:
+    Examples:
         >>> is_grounded("four", "Josh Norman had four interceptions."), is_grounded("4", "four")
         (True, False)
     """
@@ -379,7 +379,7 @@ def answers_agree(answer: str | None, others: Sequence[str], *, min_f1: float = 
     """True when ``answer`` says what one of ``others`` says: the same tokens with digits,
     and token F1 (:func:`~cos_integrations.text.text_tokens`) at least ``min_f1``.
 
-    Example:
+    Examples:
         >>> answers_agree("4", ["4 interceptions"]), answers_agree("17", ["4 interceptions"])
         (True, False)
     """
@@ -413,7 +413,7 @@ def echoes_question(answer: str | None, question: str) -> bool:
     Scottish Parliament?" -> "Scottish Parliament"; asked for a river's Dutch name, the
     river's own), which is always "in" the context too. Any language, no word list.
 
-    Example:
+    Examples:
         >>> echoes_question("the Parliament", "Who gave the mace to the Parliament?")
         True
         >>> echoes_question("the Queen", "Who gave the mace to the Parliament?")
@@ -431,7 +431,7 @@ def supporting_sentence(answer: str | None, question: str, context: str) -> str 
     the most tokens with ``question`` (the first on a tie), or ``None``: where a
     ``cos-extract`` round finds the sentence it appends when it has no quote.
 
-    Example:
+    Examples:
         >>> ctx = "The Panthers lost. Kawann Short led the Panthers in sacks."
         >>> supporting_sentence("Kawann Short", "Who led the Panthers in sacks?", ctx)
         'Kawann Short led the Panthers in sacks.'
@@ -454,7 +454,7 @@ def quoted_sentences(quote: str, text: str) -> list[str]:
     end inside a sentence, or span two), in text order; empty when the quote is not in the
     text. What a refinement appends to a summary: the source's own sentences.
 
-    Example:
+    Examples:
         >>> src = "The flat is small. Rent is due on the 1st. Pets are allowed."
         >>> quoted_sentences("due on the 1st. Pets", src)
         ['Rent is due on the 1st.', 'Pets are allowed.']
@@ -486,7 +486,7 @@ def sentence_windows(
     window: what a ``"focused"`` hit context ranks by the embedding, so that an answer told
     over two sentences, or a pronoun's sentence with its name's, is read whole.
 
-    Example:
+    Examples:
         >>> sentence_windows([["A b.", "C d.", "E f."], ["G h."]])
         [(0, 0, 2), (0, 1, 3), (1, 0, 1)]
     """
@@ -505,7 +505,7 @@ def choose_windows(
     fit ``limit`` sentences (a window adding none is skipped; one that does not fit whole
     ends the choice, unless nothing is chosen yet).
 
-    Example:
+    Examples:
         >>> sorted(choose_windows([(0, 0, 2), (0, 1, 3), (1, 0, 1)], [0.5, 0.9, 0.7], limit=3))
         [(0, 1), (0, 2), (1, 0)]
     """

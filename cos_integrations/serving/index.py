@@ -12,7 +12,7 @@ Writes go store first, Chroma second; every Chroma write for a document is
 delete-then-add (Chroma's upsert merges metadata) and is followed by a mark in the store.
 A crash between the two is repaired by :meth:`CoSIndex.repair`, which every ingest runs.
 
-Example:
+Examples:
     >>> from cos_integrations.serving.index import CoSIndex
     >>> from cos_integrations.embedded.embeddings import HashingEmbedder
     >>> index = CoSIndex("/tmp/doctest-index", embedder=HashingEmbedder())  # doctest: +SKIP
@@ -107,7 +107,7 @@ def read_manifest(persist_dir: str | Path) -> dict | None:
     manifest that cannot be read): what an adapter reads to know, e.g., which embedder
     wrote the vectors, without opening the index.
 
-    Example:
+    Examples:
         >>> read_manifest("/no/such/index") is None
         True
     """
@@ -133,7 +133,7 @@ class SearchHit:
 class CoSIndex:
     """Open or create an index directory. See the module docstring for its layout.
 
-    Example:
+    Examples:
         >>> index = CoSIndex("./index", embedder=LocalEmbedder())            # doctest: +SKIP
         >>> report = await index.aingest(docs, ChainOfSummaries(llm))         # doctest: +SKIP
         >>> index.search_summaries("When is rent due?", k=3)                  # doctest: +SKIP
@@ -285,7 +285,7 @@ class CoSIndex:
         of their own answer with it. A new ``calibration_quantile`` recalibrates the
         threshold (``recalibrate``), so the index answers the way it was calibrated.
 
-        Example:
+        Examples:
             >>> index.set_hit_rule(HitRule(judge="llm"))   # doctest: +SKIP
         """
         old = self.hit_rule
@@ -326,7 +326,7 @@ class CoSIndex:
         retriever still wins. Returns the value, or ``None`` (nothing changed) with fewer
         than ``min_questions`` usable questions.
 
-        Example:
+        Examples:
             >>> index.calibrate_threshold([("lease", "When is rent due?"), ...])  # doctest: +SKIP
             0.81
         """
@@ -403,7 +403,7 @@ class CoSIndex:
         of 100,000 documents: Chroma's per-call commit was 56 ms a document). A document
         that changed while its batch was being embedded is synced again on its own.
 
-        Example:
+        Examples:
             >>> index.sync_documents(index.store.needs_index())   # doctest: +SKIP
         """
         ids = list(dict.fromkeys(doc_ids))
@@ -513,7 +513,7 @@ class CoSIndex:
         """The document's source is gone: drop its vectors, keep its history in the store
         (:meth:`SummaryStore.retire_document`). Returns False when there is no such document.
 
-        Example:
+        Examples:
             >>> index.retire_document("docs/old-page.md#intro")   # doctest: +SKIP
             True
         """

@@ -8,7 +8,7 @@ input and call these, so the two can never disagree. The views (a document with 
 versions, bank and highlights; the recent misses and what became of them; a word diff)
 are read-only and build each page from a fixed number of queries.
 
-Example:
+Examples:
     >>> from cos_integrations import oversight                       # doctest: +SKIP
     >>> v = oversight.pin_summary(index, "lease", "Rent is due on the 5th.",
     ...                           expected_version=1, user="ana")    # doctest: +SKIP

@@ -25,7 +25,7 @@ One round for a job ``(doc_id, query)`` (two to seven model calls):
    summary vector in Chroma. A crash between the two is repaired by the next ingest or
    worker run (``CoSIndex.repair``), because the store is the truth.
 
-Example:
+Examples:
     >>> refiner = Refiner(index, ChainOfSummaries(llm))       # doctest: +SKIP
     >>> outcomes = refiner.run_once()                         # doctest: +SKIP
 """
@@ -106,7 +106,7 @@ class Refiner:
     (1: the job's only). ``check_names`` (before 0.2) is accepted with a deprecation
     warning and does nothing: the quote decides.
 
-    Example:
+    Examples:
         >>> refiner = Refiner(index, ChainOfSummaries(llm), teach="extract")  # doctest: +SKIP
         >>> [o.status for o in refiner.run_once()]                         # doctest: +SKIP
         ['published']
@@ -519,7 +519,7 @@ class BackgroundRefiner:
     ``notify()`` wakes it (the retrievers call it on a miss); ``close()`` finishes the job
     in hand and stops. Jobs it does not reach stay queued in the store.
 
-    Example:
+    Examples:
         >>> bg = BackgroundRefiner(Refiner(index, engine))   # doctest: +SKIP
         >>> retriever = FallbackRetriever(index, on_miss=lambda r: bg.notify())  # doctest: +SKIP
         >>> bg.close()                                       # doctest: +SKIP

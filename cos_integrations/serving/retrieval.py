@@ -19,7 +19,7 @@ one (``"best"``), the best summary and the best source chunk of its document
 without chunk vectors (a LlamaIndex pipeline that emits only summaries) falls back to the
 candidates' stored text, chunked and ranked on the fly.
 
-Example:
+Examples:
     >>> retriever = FallbackRetriever(index, llm=llm, judge="llm")   # doctest: +SKIP
     >>> result = retriever.retrieve("When is rent due?")              # doctest: +SKIP
     >>> result.hit, [h.doc_id for h in result.items]                  # doctest: +SKIP
@@ -110,7 +110,7 @@ class Citation:
     whether the query hit (the summary answered) or missed (the source text did), and the
     summary version a hit read.
 
-    Example:
+    Examples:
         >>> c = Citation("docs/t.html#sets", "docs/t.html#sets", "Data Structures › Sets",
         ...              True, 3)
         >>> str(c)
@@ -277,7 +277,7 @@ def focus_items(
     (:func:`~cos_integrations.serving.hit_rule.choose_windows`), each item's kept in their
     own order; an item with none kept is dropped. Any language: no word lists.
 
-    Example:
+    Examples:
         >>> from cos_integrations.embedded.embeddings import HashingEmbedder
         >>> text = "The flat is small. It has two rooms. Rent is due on the 1st."
         >>> hit = SearchHit("s", "lease", text, 0.9, {}, "summary")
@@ -386,7 +386,7 @@ class FallbackRetriever:
     this retriever. ``k`` summaries are searched either way. The hit-rule keywords of
     before 0.2 (``threshold=``, ``judge=``, ...) still work, with a deprecation warning.
 
-    Example:
+    Examples:
         >>> rule = HitRule(judge="llm")
         >>> retriever = FallbackRetriever(index, llm=llm, rule=rule, k=2)  # doctest: +SKIP
         >>> retriever.retrieve("When is rent due?").hit                    # doctest: +SKIP

@@ -8,7 +8,7 @@ row locks (``FOR UPDATE``, ``SKIP LOCKED`` for the refine queue), the write tran
 the cross-process lock that serialises vector writes, and two SQL expressions (the length
 of a JSON list, an event's day). Every connection error names the URL without its password.
 
-Example:
+Examples:
     >>> backend = open_backend(":memory:")
     >>> backend.name, redact_url("postgresql://cos:s3cret@db:5432/cos")
     ('sqlite', 'postgresql://cos:***@db:5432/cos')
@@ -137,7 +137,7 @@ class StorePart:
     the store's backend. :class:`~cos_integrations.storage.store.SummaryStore` composes the
     parts and opens the backend.
 
-    Example:
+    Examples:
         >>> class Counter(StorePart):
         ...     def documents(self) -> int:
         ...         return self._conn().execute("SELECT COUNT(*) FROM documents").fetchone()[0]

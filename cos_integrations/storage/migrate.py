@@ -7,7 +7,7 @@ table and every document's current version must match the source, else
 :class:`~cos_integrations.storage.db.StoreError` says what differs (e.g. the destination already
 held another index's data). The source is only read.
 
-Example:
+Examples:
     >>> report = copy_store(SummaryStore("index/cos.sqlite"),            # doctest: +SKIP
     ...                     SummaryStore("postgresql://cos@db/cos"))
     >>> report.copied["documents"], report.verified                      # doctest: +SKIP

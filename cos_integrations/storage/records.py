@@ -1,6 +1,6 @@
 """What the store returns: plain records, one per row kind.
 
-Example:
+Examples:
     >>> DocumentRecord("d1", "lease.txt", "Lease", "ab12", "Rent ...", "pending", None,
     ...                None, None, None, False).status
     'pending'

@@ -6,7 +6,7 @@ times before it is ``dead``; a query the source does not answer is remembered pe
 store's database (:class:`~cos_integrations.storage.store.SummaryStore` composes this class), so a
 job and the summary version it publishes share one transaction log.
 
-Example:
+Examples:
     >>> job_id = store.enqueue("docs/lease.md", "When is rent due?")   # doctest: +SKIP
     >>> job = store.lease("worker-1")                                  # doctest: +SKIP
     >>> store.finish_job(job.id, "worker-1", "published", "version 2") # doctest: +SKIP

@@ -9,7 +9,7 @@ This module holds the schema, its migrations and the documents table;
 :mod:`.versions` (summary versions and question banks), :mod:`.refine_queue` and
 :mod:`.traffic` (events, the audit log, the overview).
 
-Example:
+Examples:
     >>> store = SummaryStore(":memory:")
     >>> store.upsert_document("d1", "Rent is due on the 5th.", source="lease.txt")
     True

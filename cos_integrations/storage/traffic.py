@@ -6,7 +6,7 @@ single INSERTs in autocommit (concurrent queries never wait for each other); eve
 action, from the CLI or the review page, is one row of the audit log; the overview is one
 aggregated query per page.
 
-Example:
+Examples:
     >>> store.record_event("miss", "d1", "When is rent due?")          # doctest: +SKIP
     >>> store.count_events("miss")                                    # doctest: +SKIP
     1

@@ -6,7 +6,7 @@ class with the refine queue and the traffic log): versions are append-only; publ
 compare-and-swap on the current version, so two refine workers never both win; a human pin
 turns a machine's new version into a ``suggested`` one to accept or reject.
 
-Example:
+Examples:
     >>> v = store.publish_version("d1", "Rent: 900 euros.", expected_version=1,
     ...                           created_by="human")                 # doctest: +SKIP
     >>> store.current_summary("d1").version == v                      # doctest: +SKIP

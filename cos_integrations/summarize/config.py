@@ -4,7 +4,7 @@ Every field changes what the engine produces, so every field is part of
 :meth:`CoSConfig.config_hash` (the cache key of a summary). Clients, secrets, timeouts and
 worker counts are deliberately *not* here.
 
-Example:
+Examples:
     >>> cfg = CoSConfig.paper()
     >>> (cfg.iterations, cfg.questions_per_iteration, cfg.train_questions, cfg.val_questions)
     (10, 1, 10, 5)
@@ -34,7 +34,7 @@ __all__ = ["CoSConfig", "Strategy", "PRESETS"]
 class CoSConfig(BaseModel):
     """Hyperparameters of one summarisation run (paper §3, Appendix C).
 
-    Example:
+    Examples:
         >>> from cos_integrations import CoSConfig
         >>> CoSConfig(strategy="cos-draft", iterations=5).strategy
         'cos-draft'

@@ -75,7 +75,7 @@ class ModelRun:
     goes through :meth:`call`, which wraps adapter errors in :class:`CoSModelError` with
     the document id and adds each call's usage.
 
-    Example:
+    Examples:
         >>> run = ModelRun(llm, CoSConfig(), "doc-1")                 # doctest: +SKIP
         >>> text = await run.call([{"role": "user", "content": "Hi"}])  # doctest: +SKIP
         >>> run.usage.calls                                            # doctest: +SKIP
@@ -153,7 +153,7 @@ class Evaluation:
     """A summary's answers to a question bank: per-question scores, and the mean F1 of the
     refinement (``train``) and validation (``val``) questions (``None`` when there are none).
 
-    Example:
+    Examples:
         >>> ev = await engine.evaluate(summary, bank, run)   # doctest: +SKIP
         >>> ev.answered("When is rent due?"), ev.val          # doctest: +SKIP
     """
@@ -189,7 +189,7 @@ def _words(text: str) -> int:
 class ChainOfSummaries:
     """Summarise documents with Chain of Summaries (or a baseline strategy).
 
-    Example:
+    Examples:
         >>> from cos_integrations import ChainOfSummaries, CoSConfig, OpenAIChatModel
         >>> llm = OpenAIChatModel(base_url="http://127.0.0.1:8080/v1")   # doctest: +SKIP
         >>> cos = ChainOfSummaries(llm, CoSConfig.paper())                # doctest: +SKIP
@@ -270,7 +270,7 @@ class ChainOfSummaries:
         no round beat ``summary``. Documents longer than one prompt are not deepened
         (``ValueError``): their question bank would not fit.
 
-        Example:
+        Examples:
             >>> cos = ChainOfSummaries(llm, CoSConfig())                    # doctest: +SKIP
             >>> r = await cos.adeepen(text, zero_shot_summary)              # doctest: +SKIP
             >>> r.best_iteration > 0 and r.summary                          # doctest: +SKIP
@@ -894,7 +894,7 @@ def extract_answers(source: str, current: str, questions: Sequence[QAPair]) -> s
     (the one holding the question's answer and the most of its words), skipping
     sentences the summary already holds; ``""`` when no question has such a sentence.
 
-    Example:
+    Examples:
         >>> src = "Rent is due on the 5th. Pets need written consent."
         >>> q = QAPair(question="What do pets need?", answers=["written consent"])
         >>> extract_answers(src, "Rent is due on the 5th.", [q])

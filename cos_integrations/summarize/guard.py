@@ -4,7 +4,7 @@ Faithfulness (the Chain of Density article's verification check): every number a
 capitalised name in the summary must occur in the source, after normalisation. A summary
 that repeats an instruction aimed at the model ("ignore previous instructions") is flagged.
 
-Example:
+Examples:
     >>> faithfulness_flags("Rent is 900 euros, due to Alice.", "Rent: 900 euros. Pay Alice.")
     []
     >>> faithfulness_flags("Rent is 950 euros.", "Rent: 900 euros.")

@@ -10,7 +10,7 @@ says "ignore previous instructions" is summarised, not obeyed.
 
 Bump :data:`PROMPT_VERSION` whenever a prompt changes: it is part of every cache key.
 
-Example:
+Examples:
     >>> msgs = thesis_messages("Rent is due on the 5th.", words=50)
     >>> msgs[0]["content"].endswith("</document>")
     True
@@ -200,7 +200,7 @@ def grounded_messages(content: str, question: str) -> list[Message]:
     """The hit judge: ``question`` answered from ``content`` with a verbatim quote
     (``hit_rule.GROUNDED_SCHEMA``); the content first, for the prefix cache.
 
-    Example:
+    Examples:
         >>> grounded_messages("Rent is due on the 1st.", "When is rent due?")[1]["content"][:27]
         'Question: When is rent due?'
     """

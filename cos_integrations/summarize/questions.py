@@ -4,7 +4,7 @@ Models answer in JSON when asked for structured output, and often do not: JSON i
 or code fences, numbered ``Q:``/``A:`` lines, bold markers, missing answers. Every parser here
 accepts all of those and raises :class:`ParseError` only when nothing usable is left.
 
-Example:
+Examples:
     >>> pairs = parse_qa_pairs("1. Q: When is rent due?\\nA: the 5th")
     >>> pairs[0].question, pairs[0].answers
     ('When is rent due?', ['the 5th'])
@@ -46,7 +46,7 @@ class ParseError(ValueError):
 class QAPair(BaseModel):
     """One question with its gold answers (aliases), its split and where it came from.
 
-    Example:
+    Examples:
         >>> QAPair(question="When is rent due?", answers=["the 5th", "5th"]).origin
         'synthetic'
     """

@@ -47,7 +47,7 @@ class CoSResult(BaseModel):
     shorter summary). Every other iteration stays in ``iterations`` for inspection.
     Round-trips through JSON:
 
-    Example:
+    Examples:
         >>> r = CoSResult(summary="s", best_iteration=0, strategy="zero-shot")
         >>> CoSResult.model_validate_json(r.model_dump_json()) == r
         True

@@ -15,7 +15,7 @@ for a POST the read-only switch and the CSRF token (a random per-browser cookie 
 form repeats; SameSite=Strict). Who acts: the ``X-Cos-User`` header (from an
 authenticating proxy), else the app's ``user``, else :func:`oversight.default_user`.
 
-Example:
+Examples:
     >>> from cos_integrations.web import create_app                  # doctest: +SKIP
     >>> app = create_app(CoSIndex("index"), read_only=True)           # doctest: +SKIP
     >>> # uvicorn.run(app, host="127.0.0.1", port=8765)
@@ -77,7 +77,7 @@ class Review:
     """The one dependency of every page and action: the index the app serves, and this
     request's user, page renderer and refusals.
 
-    Example:
+    Examples:
         >>> @pages.get("/count")                                          # doctest: +SKIP
         ... def count(review: ReviewDep):
         ...     return {"documents": len(review.store.documents())}

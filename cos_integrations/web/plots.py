@@ -1,6 +1,6 @@
 """Server-side plots as inline SVG markup (no script, no image library).
 
-Example:
+Examples:
     >>> svg = line_svg([("2026-12-01", 0.5), ("2026-12-02", 0.75)], label="hit rate")
     >>> svg.startswith("<svg") and "polyline" in svg
     True
