@@ -151,6 +151,13 @@ RepeatTrafficOpt = Annotated[
         rich_help_panel=RETRIEVAL,
     ),
 ]
+ParaphrasesOpt = Annotated[
+    bool,
+    typer.Option(
+        help="repeat-traffic: ask a model-written paraphrase of each traffic question too.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
 HitAblationOpt = Annotated[
     bool,
     typer.Option(
@@ -215,6 +222,7 @@ def eval_command(
     summaries_from: SummariesFromOpt = None,
     deepen: DeepenOpt = None,
     repeat_traffic: RepeatTrafficOpt = False,
+    paraphrases: ParaphrasesOpt = True,
     hit_ablation: HitAblationOpt = False,
     test_half: TestHalfOpt = False,
     answer_cache: AnswerCacheOpt = None,
@@ -251,6 +259,7 @@ def eval_command(
             hit_ablation=hit_ablation,
             deepen=deepen,
             repeat_traffic=repeat_traffic,
+            paraphrase_traffic=paraphrases,
             refine_teach=refine_teach,
             refine_retarget=refine_retarget,
         )

@@ -272,6 +272,11 @@ class RetrievalEvalOptions(BaseModel):
         description="refine_from_traffic: after refinement, ask the traffic questions again, "
         "and a model-written paraphrase of each (PARAPHRASE_PROMPT)",
     )
+    paraphrase_traffic: bool = Field(
+        True,
+        description="repeat_traffic: ask a paraphrase of each traffic question too (one "
+        "more call and one more ask a question; off: the same questions again only)",
+    )
     hit_ablation: bool = Field(
         False,
         description="fallback: answer every hit again from its summary sentences alone, its "
@@ -700,7 +705,7 @@ async def _traffic_step(
             row["in_source"] = any(is_grounded(a, doc.text) for a in row["gold"])
         rec["traffic_again"] = [await fallback(q) for q in traffic]
         rec["paraphrases"] = []
-        for q in traffic:
+        for q in traffic if options.paraphrase_traffic else []:
             said = await paraphrase(llm, q.question)
             rec["paraphrases"].append(
                 await fallback(EvalQA(question=said, answers=q.answers, language=q.language))
@@ -922,9 +927,9 @@ def summarise_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]
                     agg["repeat"] = repeat_stats(
                         traffic, [q for r in rows for q in r.get("traffic_again", [])]
                     )
-                    agg["paraphrase"] = repeat_stats(
-                        traffic, [q for r in rows for q in r.get("paraphrases", [])]
-                    )
+                    said = [q for r in rows for q in r.get("paraphrases", [])]
+                    if said:
+                        agg["paraphrase"] = repeat_stats(traffic, said)
             out[method] = agg
             continue
         for key, field in KEYS.items():
