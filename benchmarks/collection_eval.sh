@@ -23,7 +23,7 @@ python benchmarks/make_collection.py --skip "$N" --squad "$SQUAD" --fairytale "$
   --covid "$COVID" --out "$DISTRACTORS"
 cos eval --data ../shared/data/squad-v1.1-dev-chunks.jsonl --limit "$N" \
   --distractors "$DISTRACTORS" --local-model default --methods "$METHODS" \
-  --preset default --max-summary-words 120 --heldout-questions 10 --no-oracle \
+  --preset cos --max-summary-words 120 --heldout-questions 10 --no-oracle \
   --summary-method zero-shot --answer-cache "$ANSWERS" --test-half --k 2 ${EXTRA:-} \
   --out "$OUT"
 python benchmarks/report.py "$OUT"

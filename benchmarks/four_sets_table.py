@@ -3,9 +3,14 @@ model calls): per kind of text, each method's F1 (normalised for the text's lang
 MLQA's script does), prompt tokens a question, and for the product its hit rate, wrong hits
 (F1 < 0.5) among its hits, its hits' F1 against rag's on the same questions, and paired by
 question against rag-ordered and rag (better / worse). ``--against TAG`` pairs one run's
-fallback with another's (the hit rule before and after a change).
+fallback with another's (the hit rule before and after a change). ``--traffic`` reads a
+run with ``EXTRA="--refine-from-traffic --repeat-traffic"`` instead: per kind of text, the
+refine jobs' outcomes, the repeated traffic (every traffic question's F1 asked again
+against its first ask, paired; of the misses whose answer is in the source, how many hit
+when asked again) and the unseen test questions before and after refinement.
 
     python benchmarks/four_sets_table.py [--tag four] [--against base] [--sets squad,...]
+    python benchmarks/four_sets_table.py --tag refine --traffic
 """
 
 from __future__ import annotations
@@ -26,14 +31,20 @@ KINDS = {
 }
 
 
-def rows(tag: str, dataset: str) -> dict[str, dict[tuple[str, str], dict]]:
-    """Every question's row by method, keyed by (document, question), F1 recomputed in the
-    document's language."""
-    language = {}
+def languages(dataset: str) -> dict[str, str]:
+    """Each document's language in one set's slice (``en`` when the line names none)."""
+    out = {}
     with (RESULTS / "sets" / f"{dataset}.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             doc = json.loads(line)
-            language[doc["doc_id"]] = doc.get("language", "en")
+            out[doc["doc_id"]] = doc.get("language", "en")
+    return out
+
+
+def rows(tag: str, dataset: str) -> dict[str, dict[tuple[str, str], dict]]:
+    """Every question's row by method, keyed by (document, question), F1 recomputed in the
+    document's language."""
+    language = languages(dataset)
     out: dict[str, dict[tuple[str, str], dict]] = {}
     for rec in read_jsonl(RESULTS / f"{tag}-{dataset}.json.docs.jsonl"):
         if "questions" not in rec or rec.get("error"):
@@ -56,6 +67,12 @@ def paired(a: dict, b: dict) -> str:
     return f"{better} / {worse}"
 
 
+def header(head: list[str]) -> None:
+    """A Markdown table's first two lines."""
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+
+
 def table(tag: str, sets: list[str], against: str | None) -> None:
     head = [
         "text",
@@ -71,8 +88,7 @@ def table(tag: str, sets: list[str], against: str | None) -> None:
     ]
     if against:
         head.append(f"fallback vs {against}'s (better / worse; its F1)")
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
+    header(head)
     for dataset in sets:
         runs = rows(tag, dataset)
         fb, rag, ordered = runs["fallback"], runs["rag"], runs["rag-ordered"]
@@ -99,10 +115,79 @@ def table(tag: str, sets: list[str], against: str | None) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
+def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
+    """The refine-from-traffic run's table (see the module docstring)."""
+    head = [
+        "text",
+        "refine jobs (taught / silent / rejected / other)",
+        "traffic F1: first ask -> again (paired better / worse)",
+        "missed, answer in source: hit again",
+        "their F1: first -> again",
+        "unseen questions' F1: before -> after refinement (paired)",
+    ]
+    if against:
+        head.append(f"before vs {against}'s fallback (paired)")
+    header(head)
+    for dataset in sets:
+        language = languages(dataset)
+        first, again, before, after, outcomes = [], [], [], [], {}
+        for rec in read_jsonl(RESULTS / f"{tag}-{dataset}.json.docs.jsonl"):
+            if rec.get("method") != "fallback" or "traffic" not in rec:
+                continue
+            lang = language.get(rec["doc_id"], "en")
+
+            def f1(q: dict, lang: str = lang) -> dict:
+                return {**q, "f1": squad_f1(q.get("answer") or "", q["gold"], lang)}
+
+            first += [f1(q) for q in rec["traffic"]]
+            again += [f1(q) for q in rec.get("traffic_again", [])]
+            before += [f1(q) for q in rec["questions"]]
+            after += [f1(q) for q in rec.get("questions_after", [])]
+            for job in rec.get("refine", []):
+                outcomes[job["status"]] = outcomes.get(job["status"], 0) + 1
+        pairs = list(zip(first, again, strict=True))
+        better = sum(a["f1"] > b["f1"] + 1e-9 for b, a in pairs)
+        worse = sum(a["f1"] < b["f1"] - 1e-9 for b, a in pairs)
+        missed = [(b, a) for b, a in pairs if not b["hit"] and b.get("in_source")]
+        hit_again = [(b, a) for b, a in missed if a["hit"]]
+        tb = {q["question"]: q for q in before}
+        ta = {q["question"]: q for q in after}
+        keys = tb.keys() & ta.keys()
+        t_better = sum(ta[k]["f1"] > tb[k]["f1"] + 1e-9 for k in keys)
+        t_worse = sum(ta[k]["f1"] < tb[k]["f1"] - 1e-9 for k in keys)
+        taught = outcomes.get("published", 0) + outcomes.get("suggested", 0)
+        silent = outcomes.get("not_in_source", 0)
+        rejected = outcomes.get("rejected", 0)
+        other = sum(outcomes.values()) - taught - silent - rejected
+        cells = [
+            KINDS.get(dataset, dataset),
+            f"{sum(outcomes.values())} ({taught} / {silent} / {rejected} / {other})",
+            f"{mean([q['f1'] for q in first]):.3f} -> {mean([q['f1'] for q in again]):.3f} "
+            f"({better} / {worse})",
+            f"{len(hit_again)} of {len(missed)}"
+            + (f" ({len(hit_again) / len(missed):.0%})" if missed else ""),
+            f"{mean([b['f1'] for b, _ in missed]):.3f} -> {mean([a['f1'] for _, a in missed]):.3f}",
+            f"{mean([tb[k]['f1'] for k in keys]):.3f} -> {mean([ta[k]['f1'] for k in keys]):.3f} "
+            f"({t_better} / {t_worse})",
+        ]
+        if against:
+            old = rows(against, dataset)["fallback"]
+            common = {k[1]: v for k, v in old.items()}
+            both = [q["question"] for q in before if q["question"] in common]
+            b2 = sum(tb[k]["f1"] > common[k]["f1"] + 1e-9 for k in both)
+            w2 = sum(tb[k]["f1"] < common[k]["f1"] - 1e-9 for k in both)
+            cells.append(f"{b2} / {w2}")
+        print("| " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tag", default="four")
     parser.add_argument("--against")
     parser.add_argument("--sets", default=",".join(KINDS))
+    parser.add_argument("--traffic", action="store_true", help="a refine-from-traffic run")
     args = parser.parse_args()
-    table(args.tag, args.sets.split(","), args.against)
+    if args.traffic:
+        traffic_table(args.tag, args.sets.split(","), args.against)
+    else:
+        table(args.tag, args.sets.split(","), args.against)

@@ -18,7 +18,7 @@ ANSWERS=${ANSWERS:-benchmarks/results/answers-default.jsonl}
 DATA=benchmarks/results/long-docs.jsonl
 python benchmarks/make_long_docs.py --out "$DATA" --articles 4 --covid 4 --max-words 4000
 cos eval --data "$DATA" --limit "$N" --local-model default --context-tokens 12288 \
-  --methods "$METHODS" --preset default --max-summary-words 120 --heldout-questions 10 \
+  --methods "$METHODS" --preset cos --max-summary-words 120 --heldout-questions 10 \
   --no-oracle --summary-method zero-shot --answer-cache "$ANSWERS" --test-half --k 2 \
   ${EXTRA:-} --out "$OUT"
 python benchmarks/report.py "$OUT"

@@ -24,7 +24,7 @@ OUT=${OUT:-benchmarks/results/peers-$N.json}
 ANSWERS=${ANSWERS:-benchmarks/results/answers-default.jsonl}
 mkdir -p benchmarks/results
 cos eval --data "$DATA" --limit "$N" --local-model default --methods "$METHODS" \
-  --preset default --max-summary-words 120 --heldout-questions 10 \
+  --preset cos --max-summary-words 120 --heldout-questions 10 \
   --summaries-from "$SUMMARIES" --summary-method "$METHOD" --answer-cache "$ANSWERS" \
   --test-half --k 2 ${EXTRA:-} --out "$OUT"
 python benchmarks/report.py "$OUT"

@@ -4,7 +4,7 @@ batching), with the ingest concurrency matched to the slots.
     python benchmarks/slots.py [--local-model default] [--docs 10] [--slots 1,2,4]
 
 Per setting: a fresh server (its own prompt cache) with N slots of 8,192 tokens each, a
-fresh index (e5), CoS with the `fast` preset (what `cos ingest --preset fast` runs) on the
+fresh index (e5), CoS with the `cos-fast` preset (what `cos ingest --preset cos-fast` runs) on the
 first ``--docs`` SQuAD dev chunks at concurrency N. Reports wall time, documents per hour,
 calls, prompt tokens and the share served from llama.cpp's prompt cache, completion tokens
 per document and per call type, and the held-out F1 of the summaries (questions 6-10 of

@@ -2,7 +2,7 @@
 # The product over each summary strategy, side by side (issue 26, "Chain of Summaries must
 # earn its calls"). Two steps, resumable, alone on the CPU:
 #  1. ingest: summarise the first N documents with each strategy under the SHIPPED config
-#     (--preset default: 6+4 questions, 3 rounds, 200-word budget), timing each document's
+#     (--preset cos: 6+4 questions, 3 rounds, 200-word budget), timing each document's
 #     ingest (seconds, calls, tokens; no oracle answering inside the timing);
 #  2. product: one index per strategy over the same 160-word chunks, the test half of each
 #     document's questions through fallback[STRATEGY] (the default hit rule, the index's
@@ -26,7 +26,7 @@ EXTRA_SUMMARIES=${EXTRA_SUMMARIES-benchmarks/results/squad-default-v3.json.docs.
 EXTRA_AS=${EXTRA_AS:-zero-shot=zero-shot-120w}
 mkdir -p benchmarks/results
 cos eval --data "$DATA" --limit "$N" --local-model default --methods "$STRATEGIES" \
-  --preset default --max-summary-words "$WORDS" --no-oracle --heldout-questions 10 --out "$OUT"
+  --preset cos --max-summary-words "$WORDS" --no-oracle --heldout-questions 10 --out "$OUT"
 SUMMARIES="$OUT.docs.jsonl"
 ALL="$STRATEGIES"
 if [ -n "$EXTRA_SUMMARIES" ]; then
@@ -35,7 +35,7 @@ if [ -n "$EXTRA_SUMMARIES" ]; then
   ALL="$STRATEGIES,${EXTRA_AS#*=}"
 fi
 cos eval --data "$DATA" --limit "$N" --local-model default --methods rag,fallback,right-doc \
-  --preset default --max-summary-words "$WORDS" --summaries-from "$SUMMARIES" --summary-method "$ALL" --test-half --k 2 \
+  --preset cos --max-summary-words "$WORDS" --summaries-from "$SUMMARIES" --summary-method "$ALL" --test-half --k 2 \
   --hit-ablation --answer-cache "$ANSWERS" ${EXTRA:-} --out "${OUT%.json}-product.json"
 python benchmarks/report.py "${OUT%.json}-product.json"
 python benchmarks/pack_results.py  # the records, compressed for the repository

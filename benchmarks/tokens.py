@@ -6,7 +6,7 @@ throughput work (issue 17, item 2): what each step costs, before and after a cut
 
 ``run``: a fresh llama.cpp server (1 slot, 8,192 tokens, its own prompt cache), CoS with
 the ``fast`` preset on the first ``--docs`` SQuAD dev chunks, one document at a time (what
-``cos ingest --preset fast`` does on this machine). Every model call is timed and
+``cos ingest --preset cos-fast`` does on this machine). Every model call is timed and
 classified by its prompt (thesis, restate, questions, answers, rewrite), with its prompt,
 cached and completion tokens, so the report says where the seconds go. It uses only the
 engine's oldest public API (``ChainOfSummaries.asummarize``, ``LocalModelServer``), so it

@@ -32,6 +32,8 @@ __all__ = [
     "DEFAULT_ANSWERED_MISSES",
     "FOCUS_SENTENCES",
     "PRESET_NAMES",
+    "DEPRECATED_PRESETS",
+    "PresetChoice",
     "DEFAULT_PRESET",
     "TIERED_SUMMARY_WORDS",
     "DeepenStrategy",
@@ -82,9 +84,16 @@ DEFAULT_ANSWERED_MISS_SIMILARITY = 0.95
 # 0.80 would never ask the judge (BENCHMARKS.md).
 CALIBRATION_QUANTILE = 0.25
 
-# the names of CoSConfig's presets (cos_integrations.summarize.config.PRESETS maps them to configs)
-PresetName = Literal["default", "fast", "paper", "tiered"]
+# the names of CoSConfig's presets, for what each does (cos_integrations.summarize.config.PRESETS
+# maps them to configs): "tiered" is CoSConfig() (what ships); "cos" runs the Chain of
+# Summaries loop at ingest, "cos-fast" fewer rounds of it, "paper" the paper's best setting
+PresetName = Literal["tiered", "cos", "cos-fast", "paper"]
 PRESET_NAMES: tuple[str, ...] = get_args(PresetName)
+# the names of before 0.2, still accepted with a deprecation warning until 0.3 ("default"
+# was the loop at ingest, which is not what ships)
+DEPRECATED_PRESETS: dict[str, str] = {"default": "cos", "fast": "cos-fast"}
+# what the CLI's --preset accepts (the deprecated names too, with their warning)
+PresetChoice = Literal["tiered", "cos", "cos-fast", "paper", "default", "fast"]
 
 # How a summary is made (CoSConfig.strategy; here so that the CLI lists the choices in
 # --help without importing the config's dependencies)

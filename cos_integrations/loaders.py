@@ -22,6 +22,7 @@ from cos_integrations.sections import (
     MAX_SECTION_WORDS,
     MIN_SECTION_WORDS,
     PATH_SEPARATOR,
+    main_content,
     split_html,
     split_markdown,
 )
@@ -232,13 +233,15 @@ def _optional(module: str, what: str):
 
 
 def _html_text(html: str) -> str:
+    """A whole page's text: its main content (:func:`~cos_integrations.sections.main_content`:
+    no navigation, sidebars, headers or footers), as Markdown-like text."""
     html2text = _optional("html2text", "HTML")
 
     conv = html2text.HTML2Text()
     conv.ignore_images = True
     conv.ignore_links = True
     conv.body_width = 0  # no hard wrapping
-    return conv.handle(html)  # scripts and styles are dropped by html2text
+    return conv.handle(main_content(html).html or "")
 
 
 def _pdf_text(data: bytes) -> str:
@@ -258,15 +261,17 @@ def load_paths(
     paths: list[str | os.PathLike],
     *,
     follow_symlinks: bool = False,
-    sections: bool = False,
+    sections: bool = True,
     min_words: int = MIN_SECTION_WORDS,
     max_words: int = MAX_SECTION_WORDS,
 ) -> tuple[list[SourceDocument], list[LoadProblem]]:
     """Load files and folders (recursively, in sorted order). Returns documents and problems.
 
-    Duplicate files (same text) are loaded once; the others are reported. ``sections``:
-    Markdown and HTML pages become one document per section (:func:`load_sections`,
-    short sections merged between ``min_words`` and ``max_words``); other files stay whole.
+    Duplicate files (same text) are loaded once; the others are reported. ``sections``
+    (the default): Markdown and HTML pages become one document per section
+    (:func:`load_sections`, short sections merged between ``min_words`` and
+    ``max_words``), so a hit cites the section that holds its answer; ``False``: one
+    document a page. Other files stay whole; HTML is read from its main content either way.
     """
     docs: list[SourceDocument] = []
     problems: list[LoadProblem] = []

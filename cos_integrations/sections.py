@@ -231,7 +231,7 @@ def _parser(html: str) -> Any:
             from selectolax.parser import HTMLParser as Parser
         except ImportError as exc:
             raise ValueError(
-                "reading HTML sections needs selectolax: pip install 'cos-integrations[site]'"
+                "reading HTML needs selectolax: pip install 'cos-integrations[local]'"
             ) from exc
     return Parser(html)
 

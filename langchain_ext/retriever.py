@@ -140,9 +140,12 @@ class CoSFallbackRetriever(BaseRetriever):
 
     @property
     def hit_rule(self) -> HitRule:
-        """The hit rule in force: ``rule``, else the index's, with any legacy field set."""
+        """The hit rule in force: ``rule``, else the index's, with any legacy field set, its
+        judge resolved for this retriever (:meth:`HitRule.for_model`: the model's when it
+        has ``llm``)."""
         base = self.rule or self.index.hit_rule
-        return base.with_options(**{k: getattr(self, k) for k in _LEGACY})
+        legacy = base.with_options(**{k: getattr(self, k) for k in _LEGACY})
+        return legacy.for_model(self._llm is not None)
 
     @classmethod
     def from_persist_dir(

@@ -35,6 +35,7 @@ from cos_integrations.cli.common import (
     err,
     make_embedder,
     open_index,
+    preset_name,
     progress_bar,
     rule_levers,
     setup_logging,
@@ -47,7 +48,7 @@ from cos_integrations.defaults import (
     DEFAULT_REFINE_TEACH,
     DeepenStrategy,
     EmbedderName,
-    PresetName,
+    PresetChoice,
     Strategy,
 )
 
@@ -65,11 +66,13 @@ def ingest(
     index: IndexOpt = Path("index"),
     store_url: StoreUrlOpt = None,
     preset: Annotated[
-        PresetName | None,
+        PresetChoice | None,
         typer.Option(
             help="tiered: a zero-shot summary now, Chain of "
-            "Summaries rounds later where traffic is (cos refine --deepen N). Default: the "
-            f"existing index's own config, else {DEFAULT_PRESET}.",
+            "Summaries rounds later where traffic is (cos refine --deepen N); cos: the loop "
+            "now (about 8 calls a document); cos-fast: fewer rounds of it; paper: the "
+            "paper's setting (default and fast: deprecated names of cos and cos-fast). "
+            f"Default: the existing index's own config, else {DEFAULT_PRESET}.",
             show_default=False,
         ),
     ] = None,
@@ -80,12 +83,16 @@ def ingest(
     embedder: Annotated[EmbedderName, typer.Option(help="e5 (local) or hashing (lexical).")] = "e5",
     follow_symlinks: Annotated[bool, typer.Option(help="Follow links out of folders.")] = False,
     sections: Annotated[
-        bool,
+        bool | None,
         typer.Option(
+            "--sections/--whole-pages",
             help="Split Markdown and HTML pages at their headings (h1-h3): one document per "
-            "section, cited as PAGE#anchor (HTML: navigation, sidebars and footers removed)."
+            "section, cited as PAGE#anchor; or one document a page. HTML is read from its "
+            "main content either way (no navigation, sidebars or footers). Default: what "
+            "the index recorded, else sections (an index made before 0.2: whole pages).",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     retire_missing: Annotated[
         bool,
         typer.Option(
@@ -108,7 +115,6 @@ def ingest(
 
     setup_logging(verbose)
     config, preset = _ingest_config(index, preset, strategy)
-    docs, problems = _load(paths, follow_symlinks=follow_symlinks, sections=sections)
     idx = open_index(
         index,
         chroma_url=chroma_url,
@@ -117,6 +123,9 @@ def ingest(
         config=config,
         embedder=make_embedder(embedder) if not (index / "manifest.json").exists() else None,
     )
+    sections = _page_sections(idx, sections)
+    docs, problems = _load(paths, follow_symlinks=follow_symlinks, sections=sections)
+    idx.record_page_sections(sections)
     cfg_hash = config.config_hash()
     pending = [
         d for d in docs if not idx.store.is_current(d.doc_id, content_hash(d.text), cfg_hash)
@@ -137,6 +146,18 @@ def ingest(
         raise typer.Exit(1)
 
 
+def _page_sections(idx, sections: bool | None) -> bool:
+    """Whether pages are read as sections: the option, else what the index recorded, else
+    (an index made before 0.2 recorded nothing) what its documents say - sections if one
+    has a ``#anchor`` id or there are none yet, whole pages otherwise, as it was built."""
+    if sections is not None:
+        return sections
+    if idx.page_sections is not None:
+        return idx.page_sections
+    ids = [d.doc_id for d in idx.store.documents()]
+    return not ids or any("#" in i for i in ids)
+
+
 def _ingest_config(index: Path, preset: str | None, strategy: str | None):
     """The config to summarise with, and how it was chosen. An index keeps answering the
     way it was built: without ``--preset``, a re-ingest uses the config its manifest
@@ -145,6 +166,7 @@ def _ingest_config(index: Path, preset: str | None, strategy: str | None):
     from cos_integrations.summarize.config import CoSConfig
 
     overrides = {"strategy": strategy} if strategy else {}
+    preset = preset_name(preset)
     recorded = (read_manifest(index) or {}).get("config") if preset is None else None
     try:
         if recorded:
@@ -292,9 +314,11 @@ def query(
         verify_route=verify_route,
         answered_miss_similarity=answered_miss_similarity,
     )
-    # the rule's judge, left out, is the model's when a model is opened (HitRule.for_model)
     rule = idx.hit_rule.with_options(**levers)
-    needs_model = answer or rule.judge == "llm"
+    # the CLI always has a model to open (the embedded one at least), so the judge left out
+    # is the model's, as in every retriever given a model (HitRule.for_model); --judge score
+    # decides by the similarity alone, with no model unless --answer
+    needs_model = answer or rule.for_model(True).judge == "llm"
 
     def show(llm) -> None:
         res = FallbackRetriever(idx, llm=llm, k=k, rule=rule).retrieve(text)

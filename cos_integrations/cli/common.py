@@ -12,9 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cos_integrations.defaults import HitContext, Judge, RefineTeach
+from cos_integrations.defaults import DEPRECATED_PRESETS, HitContext, Judge, RefineTeach
 
 __all__ = [
+    "preset_name",
     "console",
     "err",
     "IndexOpt",
@@ -91,8 +92,9 @@ ThresholdOpt = Annotated[
 JudgeOpt = Annotated[
     Judge | None,
     typer.Option(
-        help="score (the similarity decides) or llm (the model must answer from the hit "
-        "context and pass the checks).",
+        help="llm (the model must answer from the hit context with a quote that passes the "
+        "grounding checks) or score (the similarity alone decides, no model). Default: the "
+        "index's recorded rule; its judge left out, llm (the CLI always has a model).",
         rich_help_panel=HIT_RULE,
     ),
 ]
@@ -144,6 +146,16 @@ def warn_deprecated(**given: object) -> None:
     for name, value in given.items():
         if value is not None:
             err.print(f"[yellow]warning:[/] --{name.replace('_', '-')} {DEPRECATED}")
+
+
+def preset_name(preset: str | None) -> str | None:
+    """``--preset``'s name, a deprecated one (``default``, ``fast``) mapped to today's with
+    a warning line."""
+    if preset in DEPRECATED_PRESETS:
+        new = DEPRECATED_PRESETS[preset]
+        err.print(f"[yellow]warning:[/] --preset {preset} is deprecated: it is --preset {new}")
+        return new
+    return preset
 
 
 AnsweredMissesOpt = Annotated[

@@ -28,6 +28,7 @@ from cos_integrations.cli.common import (
     VerifyRouteOpt,
     console,
     err,
+    preset_name,
     progress_bar,
     rule_levers,
     setup_logging,
@@ -35,7 +36,7 @@ from cos_integrations.cli.common import (
 from cos_integrations.defaults import (
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
-    PresetName,
+    PresetChoice,
 )
 from cos_integrations.research.jsonl import existing
 
@@ -93,7 +94,7 @@ ContextOpt = Annotated[
     ),
 ]
 PresetOpt = Annotated[
-    PresetName | None,
+    PresetChoice | None,
     typer.Option(
         help="A named CoSConfig preset (default: what cos ingest ships) instead of the "
         "question and iteration options above (--max-summary-words and "
@@ -384,7 +385,7 @@ def _config(
 
     if preset:
         return CoSConfig.preset(
-            preset, context_tokens=context_tokens, max_summary_words=max_summary_words
+            preset_name(preset), context_tokens=context_tokens, max_summary_words=max_summary_words
         )
     return CoSConfig(
         iterations=iterations,

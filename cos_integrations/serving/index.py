@@ -180,6 +180,14 @@ class CoSIndex:
         self._threshold: dict | None = (existing or {}).get("threshold")
         recorded_rule = (existing or {}).get("hit_rule")
         self._hit_rule = HitRule.model_validate(recorded_rule) if recorded_rule else None
+        # how `cos ingest` reads Markdown and HTML pages into this index (sections or whole
+        # pages; None: not recorded, an index made before 0.2)
+        self.page_sections: bool | None = (existing or {}).get("page_sections")
+        if existing is None:
+            # a new index records the rule it is built with (the default, whose judge
+            # follows the retriever's model: HitRule.for_model), so a later default cannot
+            # change how it answers
+            self._hit_rule = HitRule()
         self.path.mkdir(parents=True, exist_ok=True)
         # the store: an explicit URL, else the manifest's (a server URL, recorded without
         # its password), else the SQLite file in this directory. The manifest keeps what it
@@ -261,6 +269,8 @@ class CoSIndex:
             manifest["threshold"] = self._threshold
         if self._hit_rule is not None:
             manifest["hit_rule"] = self._hit_rule.model_dump(mode="json")
+        if self.page_sections is not None:
+            manifest["page_sections"] = self.page_sections
         tmp = self.path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         os.replace(tmp, self.path / MANIFEST)
@@ -277,7 +287,8 @@ class CoSIndex:
     @property
     def hit_rule(self) -> HitRule:
         """The hit rule this index answers with when a retriever is given none: the one
-        recorded in its manifest (:meth:`set_hit_rule`), else the default ``HitRule()``."""
+        recorded in its manifest (the default ``HitRule()`` when the index was made, or
+        :meth:`set_hit_rule`'s), else (an index made before 0.2) ``HitRule()``."""
         return self._hit_rule if self._hit_rule is not None else HitRule()
 
     def set_hit_rule(self, rule: HitRule, *, recalibrate: bool = True) -> None:
@@ -293,6 +304,14 @@ class CoSIndex:
         self._write_manifest()
         if recalibrate and rule.calibration_quantile != old.calibration_quantile:
             self.calibrate_threshold()
+
+    def record_page_sections(self, sections: bool) -> None:
+        """Record how Markdown and HTML pages are read into this index (one document a
+        section, or a page), so a later ``cos ingest`` without ``--sections`` /
+        ``--whole-pages`` reads them the same way and retires nothing for it."""
+        if self.page_sections != sections:
+            self.page_sections = sections
+            self._write_manifest()
 
     # ------------------------------------------------------------------ threshold
     @property

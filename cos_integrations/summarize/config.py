@@ -16,33 +16,50 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cos_integrations.defaults import (
     DEFAULT_PRESET,
+    DEPRECATED_PRESETS,
     PRESET_NAMES,
     TIERED_SUMMARY_WORDS,
     Strategy,
 )
 from cos_integrations.summarize.prompts import PROMPT_VERSION
 
-__all__ = ["CoSConfig", "Strategy", "PRESETS"]
+__all__ = ["CoSConfig", "Strategy", "PRESETS", "LOOP_SUMMARY_WORDS"]
+
+# the summary budget of the presets that run the Chain of Summaries loop at ingest
+LOOP_SUMMARY_WORDS = 200
 
 
 class CoSConfig(BaseModel):
     """Hyperparameters of one summarisation run (paper §3, Appendix C).
 
+    ``CoSConfig()`` is what ships (the ``"tiered"`` preset): a zero-shot summary of at
+    most 120 words at ingest, one call a document; the question bank and rounds fields
+    are those of the Chain of Summaries rounds that run later, where traffic is
+    (``cos refine --deepen``). To run the loop at ingest, take the ``"cos"`` preset
+    (:meth:`cos`) or set ``strategy="cos"``.
+
     Examples:
         >>> from cos_integrations import CoSConfig
-        >>> CoSConfig(strategy="cos-draft", iterations=5).strategy
-        'cos-draft'
+        >>> CoSConfig().strategy, CoSConfig().max_summary_words
+        ('zero-shot', 120)
+        >>> CoSConfig.cos(iterations=5).strategy
+        'cos'
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    strategy: Strategy = "cos"
+    strategy: Strategy = Field(
+        "zero-shot",
+        description='how a summary is made at ingest ("zero-shot": one call; "cos": the '
+        "Chain of Summaries loop)",
+    )
     iterations: int = Field(3, ge=0, le=50, description="i: refinement rounds")
     questions_per_iteration: int = Field(
         2, ge=1, le=50, description="iq: unanswered questions used per rewrite"
@@ -51,7 +68,9 @@ class CoSConfig(BaseModel):
     val_questions: int = Field(4, ge=0, le=100, description="synthetic validation questions")
     f1_threshold: float = Field(0.5, ge=0.0, le=1.0, description="token F1 that counts as answered")
     patience: int = Field(2, ge=1, description="rounds without validation gain before stopping")
-    max_summary_words: int = Field(200, ge=10, description="length budget of a summary")
+    max_summary_words: int = Field(
+        TIERED_SUMMARY_WORDS, ge=10, description="length budget of a summary"
+    )
     density_rounds: int = Field(5, ge=1, le=20, description="rounds of the density strategy")
     mini_questions: int = Field(5, ge=1, le=20, description="tricky questions in the mini strategy")
     focus: tuple[str, ...] = Field((), description="topics that steer question generation")
@@ -86,25 +105,34 @@ class CoSConfig(BaseModel):
         return self
 
     @classmethod
-    def paper(cls, **overrides: object) -> CoSConfig:
-        """The paper's best setting: i=10 iterations, iq=1 question each, 10+5 questions."""
-        base = dict(iterations=10, questions_per_iteration=1, train_questions=10, val_questions=5)
+    def cos(cls, **overrides: object) -> CoSConfig:
+        """The Chain of Summaries loop at ingest (preset ``"cos"``): 3 rounds of 2
+        questions, 6+4 questions, 200 words (about 8 calls a document on the 1.5B model)."""
+        base = {"strategy": "cos", "max_summary_words": LOOP_SUMMARY_WORDS}
         return cls(**{**base, **overrides})
+
+    @classmethod
+    def paper(cls, **overrides: object) -> CoSConfig:
+        """The paper's best setting of the loop: i=10 iterations, iq=1 question each, 10+5
+        questions (preset ``"paper"``)."""
+        base = dict(iterations=10, questions_per_iteration=1, train_questions=10, val_questions=5)
+        return cls.cos(**{**base, **overrides})
 
     @classmethod
     def fast(cls, **overrides: object) -> CoSConfig:
-        """A cheap setting for small local models: 2 rounds, 2 questions each, 4+3 questions."""
+        """Fewer rounds of the loop, for small local models (preset ``"cos-fast"``): 2
+        rounds of 2 questions, 4+3 questions."""
         base = dict(iterations=2, questions_per_iteration=2, train_questions=4, val_questions=3)
-        return cls(**{**base, **overrides})
+        return cls.cos(**{**base, **overrides})
 
     @classmethod
     def tiered(cls, **overrides: object) -> CoSConfig:
-        """The tiered mode: a zero-shot summary at ingest (one call a document); the Chain
-        of Summaries rounds run later, where traffic is (``cos refine --deepen``,
+        """The tiered mode, what ships (preset ``"tiered"``, the same as ``CoSConfig()``): a
+        zero-shot summary at ingest (one call a document); the Chain of Summaries rounds
+        run later, where traffic is (``cos refine --deepen``,
         :meth:`Refiner.adeepen <cos_integrations.serving.refine.Refiner.adeepen>`), with this
         config's question bank and rounds."""
-        base = {"strategy": "zero-shot", "max_summary_words": TIERED_SUMMARY_WORDS}
-        return cls(**{**base, **overrides})
+        return cls(**overrides)
 
     @classmethod
     def shipped(cls, **overrides: object) -> CoSConfig:
@@ -115,7 +143,23 @@ class CoSConfig(BaseModel):
 
     @classmethod
     def preset(cls, name: str, **overrides: object) -> CoSConfig:
-        """A named preset: ``default``, ``fast``, ``paper`` or ``tiered``."""
+        """A named preset: ``tiered`` (what ships), ``cos``, ``cos-fast`` or ``paper``. The
+        names of before 0.2 (``default``: the loop, now ``cos``; ``fast``: now
+        ``cos-fast``) still work, with a deprecation warning.
+
+        Examples:
+            >>> CoSConfig.preset("cos-fast").iterations
+            2
+        """
+        if name in DEPRECATED_PRESETS:
+            new = DEPRECATED_PRESETS[name]
+            warnings.warn(
+                f"preset {name!r} is deprecated: it is {new!r} (the Chain of Summaries loop "
+                f"at ingest); the default is {DEFAULT_PRESET!r}. The old name goes in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            name = new
         try:
             return PRESETS[name](**overrides)
         except KeyError:
@@ -130,7 +174,7 @@ class CoSConfig(BaseModel):
 PRESETS = dict(
     zip(
         PRESET_NAMES,
-        (CoSConfig, CoSConfig.fast, CoSConfig.paper, CoSConfig.tiered),
+        (CoSConfig.tiered, CoSConfig.cos, CoSConfig.fast, CoSConfig.paper),
         strict=True,
     )
 )

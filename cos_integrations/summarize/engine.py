@@ -198,6 +198,9 @@ class ChainOfSummaries:
 
     Async: ``await cos.asummarize(text)`` and ``await cos.asummarize_many(texts,
     concurrency=8)``. Human-written questions: ``cos.summarize(text, questions=[QAPair(...)])``.
+    Without ``config`` it summarises as the product ships (``CoSConfig()``: one zero-shot
+    summary, the loop's rounds later through :meth:`adeepen`); ``CoSConfig.cos()`` runs the
+    loop at once.
     """
 
     def __init__(

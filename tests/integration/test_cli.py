@@ -37,7 +37,7 @@ def folder(tmp_path):
 
 SMALL = [
     "--preset",
-    "fast",
+    "cos-fast",
     "--strategy",
     "zero-shot",
     "--local-model",
@@ -72,9 +72,27 @@ def test_ingest_query_and_reingest_without_model_calls(folder, tmp_path):
     said = " ".join(plain.stdout.split())  # rich wraps long lines
     assert "2 unchanged, 0 to summarise (preset as recorded in the index" in said
     assert "model:" not in plain.stdout
-    hit = cos("query", "When is rent due?", "--index", str(index), "--threshold", "0.0")
+    hit = cos(
+        "query",
+        "When is rent due?",
+        "--index",
+        str(index),
+        "--threshold",
+        "0.0",
+        "--judge",
+        "score",
+    )
     assert hit.returncode == 0 and "HIT" in hit.stdout and "lease.txt" in hit.stdout
-    miss = cos("query", "When is rent due?", "--index", str(index), "--threshold", "0.999")
+    miss = cos(
+        "query",
+        "When is rent due?",
+        "--index",
+        str(index),
+        "--threshold",
+        "0.999",
+        "--judge",
+        "score",
+    )
     assert "MISS" in miss.stdout and "queued refine job" in miss.stdout
     assert "[chunk]" in miss.stdout
 
@@ -107,7 +125,9 @@ def test_ingest_and_query_against_a_chroma_server(folder, tmp_path, chroma_serve
     url = urlparse(chroma_server)
     client = chromadb.HttpClient(host=url.hostname, port=url.port)
     assert client.get_collection("cos_summaries").count() == 2
-    hit = cos("query", "garden gate", "--index", str(index), "--threshold", "0.0")
+    hit = cos(
+        "query", "garden gate", "--index", str(index), "--threshold", "0.0", "--judge", "score"
+    )
     assert "HIT" in hit.stdout and "garden.md" in hit.stdout
 
 

@@ -36,7 +36,7 @@ def test_a_tutorial_ingested_as_sections_answers_with_citations(site, tmp_path):
     said = " ".join(first.stdout.split())
     assert "5 documents found, 0 unchanged, 5 to summarise" in said
     q = "How do you create a virtual environment?"
-    out = cos("query", q, "--index", index, "--threshold", "0.0")
+    out = cos("query", q, "--index", index, "--threshold", "0.0", "--judge", "score")
     assert out.returncode == 0 and "HIT" in out.stdout
     cites = [line for line in out.stdout.splitlines() if "cites:" in line]
     assert cites and all("tutorial/venv.html#" in c or "interactive.html#" in c for c in cites)

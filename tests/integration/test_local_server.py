@@ -53,7 +53,7 @@ def test_server_is_healthy_on_loopback_and_answers_chat(smoke_server):
 
 
 def test_cos_over_real_http_reuses_the_document_prefix(smoke_server):
-    cfg = CoSConfig(
+    cfg = CoSConfig.cos(
         iterations=1,
         train_questions=2,
         val_questions=1,

@@ -57,7 +57,7 @@ def ingest(folder, index, url, kill_at=None, extra=()):
             "--embedder",
             "hashing",
             "--preset",
-            "fast",
+            "cos-fast",
             "--concurrency",
             "1",
             *extra,

@@ -176,13 +176,108 @@ def test_query_answers_with_the_indexs_recorded_rule_and_options_change_it(built
 
     ix = str(built.path)
     q = "What is the garden item 1?"
-    assert "HIT" in cli("query", q, "--index", ix, "--threshold", "0").stdout
+    score = ("--judge", "score")  # no model: these lines are about the recorded rule
+    assert "HIT" in cli("query", q, "--index", ix, "--threshold", "0", *score).stdout
     index = CoSIndex(ix)
     index.set_hit_rule(HitRule(threshold=0.999))
     index.store.close()
-    out = cli("query", q, "--index", ix)
+    out = cli("query", q, "--index", ix, *score)
     assert out.exit_code == 0 and "MISS" in out.stdout and "< 0.999" in out.stdout
     assert "cites: Garden rules <docs/garden.md> (miss, source text)" in out.stdout
-    assert "HIT" in cli("query", q, "--index", ix, "--threshold", "0").stdout
+    assert "HIT" in cli("query", q, "--index", ix, "--threshold", "0", *score).stdout
     bad = runner.invoke(app, ["query", q, "--index", ix, "--hit-context", "everything"])
     assert bad.exit_code == 2 and "focused" in bad.output
+
+
+def test_every_surface_resolves_the_default_rule_the_same_way(built, monkeypatch):
+    """Issue 44: the rule an index records, with its judge left out, is the model judge
+    wherever a model is at hand and the similarity alone where none is - in the core
+    retriever, both frameworks' retrievers (their constructors and from_persist_dir /
+    from_defaults) and ``cos query`` (which always has a model to open)."""
+    import contextlib
+
+    from cos_integrations.embedded import runtime
+    from cos_integrations.serving.index import CoSIndex
+    from langchain_ext import CoSFallbackRetriever as LangChainRetriever
+    from llamaindex_ext import CoSFallbackRetriever as LlamaIndexRetriever
+
+    index = CoSIndex(built.path)
+    model = ScriptedFakeModel(thesis_facts=2)
+    recorded = index.hit_rule
+    assert recorded.judge is None  # recorded at creation, the judge follows the model
+    want = {True: recorded.for_model(True), False: recorded.for_model(False)}
+    assert (want[True].judge, want[False].judge) == ("llm", "score")
+    try:
+        for has_model in (True, False):
+            llm = model if has_model else None
+            rules = {
+                "core": FallbackRetriever(index, llm=llm).rule,
+                "llamaindex": LlamaIndexRetriever(index, llm=llm).rule,
+                "llamaindex.from_persist_dir": LlamaIndexRetriever.from_persist_dir(
+                    built.path, llm=llm
+                ).rule,
+                "langchain": LangChainRetriever.from_persist_dir(built.path, llm=llm).core.rule,
+            }
+            assert rules == dict.fromkeys(rules, want[has_model]), has_model
+    finally:
+        index.store.close()
+
+    opened = []
+
+    @contextlib.contextmanager
+    def fake_open_model(*args, **kwargs):
+        opened.append(kwargs)
+        yield model
+
+    monkeypatch.setattr(runtime, "open_model", fake_open_model)
+    q = "What is the garden item 1?"
+    out = cli("query", q, "--index", str(built.path), "--threshold", "0")
+    assert out.exit_code == 0 and len(opened) == 1  # the model was opened to judge
+    assert any(t == "grounded" for t, _ in model.calls)  # and it was asked
+    asked = len(model.calls)
+    cli("query", q, "--index", str(built.path), "--threshold", "0", "--judge", "score")
+    assert len(opened) == 1 and len(model.calls) == asked  # an explicit choice: no model
+
+
+def test_ingest_reads_pages_as_sections_by_default_and_keeps_what_the_index_recorded(
+    tmp_path, monkeypatch
+):
+    """Issue 44: ``cos ingest`` splits Markdown and HTML pages into sections unless told
+    ``--whole-pages``; the index records the choice, so a later ingest without the flag
+    reads the pages the same way (nothing re-summarised, nothing retired)."""
+    import contextlib
+    import json
+
+    from cos_integrations.embedded import runtime
+
+    @contextlib.contextmanager
+    def fake_open_model(*args, **kwargs):
+        yield ScriptedFakeModel(thesis_facts=2)
+
+    monkeypatch.setattr(runtime, "open_model", fake_open_model)
+    site = tmp_path / "site"
+    site.mkdir()
+    body = " ".join(f"The lease item {i} is value {i}b." for i in range(20))
+    (site / "lease.md").write_text(
+        f"# Lease\n\n{body}\n\n## Garden\n\n{body.replace('lease', 'garden')}\n"
+    )
+    (site / "notes.txt").write_text(make_document(6, topic="notes"))
+    ix = tmp_path / "ix"
+    base = ["ingest", str(site), "--index", str(ix), "--embedder", "hashing"]
+    out = cli(*base, "--strategy", "zero-shot")
+    assert out.exit_code == 0, out.output
+    manifest = json.loads((ix / "manifest.json").read_text())
+    assert manifest["page_sections"] is True
+    from cos_integrations.serving.index import CoSIndex
+
+    index = CoSIndex(ix)
+    ids = sorted(d.doc_id for d in index.store.documents())
+    index.store.close()
+    assert ids == ["site/lease.md#garden", "site/lease.md#lease", "site/notes.txt"]
+    again = " ".join(cli(*base, "--strategy", "zero-shot").stdout.split())
+    assert "3 documents found, 3 unchanged" in again and "retired" not in again
+    whole = tmp_path / "whole"
+    out = cli("ingest", str(site), "--index", str(whole), "--embedder", "hashing", "--whole-pages")
+    assert out.exit_code == 0, out.output
+    assert json.loads((whole / "manifest.json").read_text())["page_sections"] is False
+    assert "2 documents found" in " ".join(out.stdout.split())

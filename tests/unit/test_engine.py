@@ -56,7 +56,7 @@ def test_paper_config_one_answer_call_per_round_and_best_summary():
 
 def test_rewrite_sees_source_summary_and_unanswered_question():
     model = ScriptedFakeModel(thesis_facts=1)
-    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=3, val_questions=1)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=1, train_questions=3, val_questions=1)
     result = ChainOfSummaries(model, cfg).summarize(make_document(4))
     ((task, msgs),) = [(t, m) for t, m in model.calls if t == "rewrite"]
     asked = result.iterations[1].questions_used
@@ -81,7 +81,7 @@ def test_worse_rewrite_is_recorded_but_never_returned_or_built_on():
     # First rewrite throws facts away (validation drops), later rewrites behave.
     garbled = "Updated Summary: " + " ".join(f"The lease item {i} is lost." for i in range(6))
     model = ScriptedFakeModel(thesis_facts=3, script={"rewrite": [garbled]})
-    cfg = CoSConfig(
+    cfg = CoSConfig.cos(
         iterations=3, questions_per_iteration=1, train_questions=3, val_questions=3, seed=3
     )
     result = ChainOfSummaries(model, cfg).summarize(doc)
@@ -96,7 +96,7 @@ def test_worse_rewrite_is_recorded_but_never_returned_or_built_on():
 
 def test_early_stop_after_patience_when_rewrites_do_not_help():
     model = ScriptedFakeModel(thesis_facts=1, rewrite_adds=False)
-    cfg = CoSConfig(
+    cfg = CoSConfig.cos(
         iterations=10, questions_per_iteration=5, train_questions=4, val_questions=2, patience=2
     )
     result = ChainOfSummaries(model, cfg).summarize(make_document(6))
@@ -111,7 +111,7 @@ def test_ties_go_to_the_shorter_summary():
         return f"Updated Summary: {_between_summary(messages)} Padding words here."
 
     model = ScriptedFakeModel(thesis_facts=1, script={"rewrite": [padded]})
-    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=2, val_questions=1)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=1, train_questions=2, val_questions=1)
     # 3 facts, the thesis holds 1: a refinement question is unanswered. The padded rewrite
     # adds nothing, so it ties the thesis on validation and loses on length.
     result = ChainOfSummaries(model, cfg).summarize(make_document(3))
@@ -158,7 +158,7 @@ def test_unparseable_answers_recorded_as_failed_with_raw_output(caplog):
     garbage = "I refuse to answer in any format."
     # thesis evaluation fine, then every answer call for round 1 is garbage (1 + 1 retry)
     model = ScriptedFakeModel(thesis_facts=1, script={"answer": [None, garbage, garbage]})
-    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=3, val_questions=2)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=1, train_questions=3, val_questions=2)
     with caplog.at_level(logging.WARNING):
         result = ChainOfSummaries(model, cfg).summarize(make_document(6), doc_id="x")
     failed = result.iterations[1]
@@ -388,7 +388,7 @@ def test_unchanged_rewrite_is_not_evaluated_again():
         return f"Updated Summary: {_between_summary(messages)}"
 
     model = ScriptedFakeModel(thesis_facts=1, script={"rewrite": [same]})
-    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=2, val_questions=1)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=1, train_questions=2, val_questions=1)
     result = ChainOfSummaries(model, cfg).summarize(make_document(3))
     assert model.counts["rewrite"] == 1 and model.counts["answer"] == 1
     unchanged = result.iterations[1]
@@ -405,7 +405,7 @@ def test_rewrite_that_drops_the_summary_is_appended_not_replacing():
         return f"Updated Summary: The {key} is {doc[key]}."
 
     model = ScriptedFakeModel(thesis_facts=4, script={"rewrite": [only_new]})
-    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=5, val_questions=2)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=1, train_questions=5, val_questions=2)
     result = ChainOfSummaries(model, cfg).summarize(make_document(8))
     rewrite = result.iterations[1]
     assert rewrite.summary.startswith(result.iterations[0].summary)
@@ -417,7 +417,7 @@ def test_rewrite_asks_for_new_sentences_and_a_whole_rewrite_replaces():
     and they are appended); a model that re-writes the whole summary anyway, opening as
     the summary does, replaces it instead of doubling it."""
     model = ScriptedFakeModel(thesis_facts=2)
-    cfg = CoSConfig(iterations=1, questions_per_iteration=1, train_questions=5, val_questions=2)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=1, train_questions=5, val_questions=2)
     result = ChainOfSummaries(model, cfg).summarize(make_document(8))
     prompt = next(m for t, m in model.calls if t == "rewrite")[-1]["content"]
     assert "write only the new sentences" in prompt
@@ -532,3 +532,25 @@ def test_call_until_is_the_one_parse_retry_policy():
     llm = Replies("bad", "bad", "ok")
     run = ModelRun(llm, CoSConfig(parse_retries=1), "d")
     assert asyncio.run(run.call_until(msgs, parse)) == (None, "bad") and llm.calls == 2
+
+
+def test_the_default_config_is_what_ships_and_presets_are_named_for_what_they_do():
+    import warnings
+
+    from cos_integrations.summarize.config import PRESETS
+
+    # CoSConfig() is what cos ingest, the transforms and a new index summarise with
+    assert CoSConfig() == CoSConfig.shipped() == CoSConfig.tiered() == CoSConfig.preset("tiered")
+    assert (CoSConfig().strategy, CoSConfig().max_summary_words) == ("zero-shot", 120)
+    assert sorted(PRESETS) == ["cos", "cos-fast", "paper", "tiered"]
+    for name in ("cos", "cos-fast", "paper"):
+        assert CoSConfig.preset(name).strategy == "cos"  # the loop at ingest, as named
+    assert CoSConfig.preset("cos-fast").iterations < CoSConfig.preset("cos").iterations
+    # the names of before 0.2 still work, warn, and mean what they meant (the loop)
+    for old, new in (("default", "cos"), ("fast", "cos-fast")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert CoSConfig.preset(old) == CoSConfig.preset(new)
+        assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    with pytest.raises(ValueError, match="unknown preset"):
+        CoSConfig.preset("fastest")

@@ -61,7 +61,7 @@ def test_run_eval_all_methods_and_resume(tmp_path):
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl"))
     out = tmp_path / "results.json"
     model = ScriptedFakeModel(thesis_facts=2)
-    cfg = CoSConfig(
+    cfg = CoSConfig.cos(
         iterations=3,
         questions_per_iteration=2,
         train_questions=6,
@@ -162,7 +162,7 @@ class FailsOn(ScriptedFakeModel):
 def test_a_failing_document_is_reported_and_retried_on_rerun(tmp_path):
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl"))
     out = tmp_path / "r.json"
-    cfg = CoSConfig(iterations=1, train_questions=4, val_questions=2)
+    cfg = CoSConfig.cos(iterations=1, train_questions=4, val_questions=2)
     model = FailsOn("topic1", thesis_facts=2)
     first = asyncio.run(
         run_eval(
@@ -241,7 +241,7 @@ def test_cos_eval_with_distractors_over_http(tmp_path):
 def test_refine_from_traffic_learns_only_from_the_traffic_half(tmp_path):
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     model = ScriptedFakeModel(thesis_facts=2)
-    cfg = CoSConfig(iterations=1, questions_per_iteration=2, train_questions=4, val_questions=2)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=2, train_questions=4, val_questions=2)
     result = asyncio.run(
         run_eval(
             model,
@@ -270,7 +270,7 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
 
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=3))
     model = ScriptedFakeModel(thesis_facts=2)  # summaries hold items 0-1; questions ask 10-13
-    cfg = CoSConfig(iterations=0, train_questions=2, val_questions=1)
+    cfg = CoSConfig.cos(iterations=0, train_questions=2, val_questions=1)
     cache = tmp_path / "answers.jsonl"
     opts = RetrievalEvalOptions(
         summary_method="zero-shot",
@@ -347,7 +347,7 @@ def test_records_of_before_an_option_existed_still_resume(tmp_path):
     # what every run did before the options existed
     before = HitRule(judge="llm", answered_misses=False)
     opts = RetrievalEvalOptions(summary_method="zero-shot", rule=before, refine_retarget=1)
-    kw = dict(config=CoSConfig(iterations=0, train_questions=2, val_questions=1))
+    kw = dict(config=CoSConfig.cos(iterations=0, train_questions=2, val_questions=1))
     kw |= dict(model_name="fake", dataset="d", methods=["fallback"])
 
     def run(out, retrieval, traffic):
@@ -387,7 +387,7 @@ def test_summaries_from_a_recorded_run_must_cover_every_document(tmp_path):
                 ScriptedFakeModel(),
                 docs,
                 methods=["rag"],
-                config=CoSConfig(),
+                config=CoSConfig.cos(),
                 out=tmp_path / "r.json",
                 model_name="f",
                 dataset="d",
@@ -409,7 +409,7 @@ def test_score_judge_hits_are_answered_from_the_summaries(tmp_path):
             model,
             docs,
             methods=["fallback"],
-            config=CoSConfig(iterations=0, train_questions=2, val_questions=1),
+            config=CoSConfig.cos(iterations=0, train_questions=2, val_questions=1),
             out=tmp_path / "r.json",
             model_name="fake",
             dataset="d",
@@ -446,7 +446,7 @@ def test_each_summary_strategy_gets_its_own_index_and_row_with_ingest_costs(tmp_
             fh.write(json.dumps({"doc_id": f"d{i}", "text": text, "qas": qas}) + "\n")
     docs = load_dataset(path)
     model = ScriptedFakeModel(thesis_facts=2)
-    cfg = CoSConfig(iterations=1, questions_per_iteration=2, train_questions=4, val_questions=2)
+    cfg = CoSConfig.cos(iterations=1, questions_per_iteration=2, train_questions=4, val_questions=2)
     opts = RetrievalEvalOptions(
         summary_method="zero-shot,cos-extract",
         test_half=True,
@@ -563,7 +563,7 @@ def test_distractors_are_indexed_summarised_and_never_asked(tmp_path):
             model,
             docs,
             methods=["rag", "fallback"],
-            config=CoSConfig(iterations=0, train_questions=2, val_questions=1),
+            config=CoSConfig.cos(iterations=0, train_questions=2, val_questions=1),
             out=tmp_path / "r.json",
             model_name="fake",
             dataset="d",

@@ -111,7 +111,10 @@ def filled(tmp_path):
 
 def test_the_index_records_its_rule_and_retrievers_without_one_use_it(filled):
     index, model = filled
-    assert index.hit_rule == HitRule() and "hit_rule" not in index.manifest
+    # a new index records the rule it was made with (the default; its judge follows the
+    # retriever's model)
+    assert index.hit_rule == HitRule()
+    assert HitRule.model_validate(index.manifest["hit_rule"]) == HitRule()
     q = "What is the garden item 1?"
     assert FallbackRetriever(index, rule=HitRule(threshold=0.0)).retrieve(q).hit
     index.set_hit_rule(HitRule(threshold=0.999))

@@ -232,7 +232,7 @@ def test_peers_and_chunk_baselines_side_by_side_in_cos_eval(tmp_path):
                 llm,
                 docs,
                 methods=methods,
-                config=CoSConfig(iterations=0, train_questions=2, val_questions=1),
+                config=CoSConfig.cos(iterations=0, train_questions=2, val_questions=1),
                 out=tmp_path / "r.json",
                 model_name="fake",
                 dataset="d",

@@ -137,3 +137,23 @@ def test_the_python_tutorial_when_installed():
     text = "\n".join(d.text for d in docs)
     for chrome in ("Table of Contents", "Previous topic", "Report a Bug", "¶"):
         assert chrome not in text
+
+
+def test_pages_are_sections_by_default_and_a_whole_page_is_its_main_content(tmp_path):
+    """Issue 44: ``load_paths`` splits pages into sections unless asked not to, and a page
+    read whole is read from its main content: no navigation, sidebar or footer text in any
+    index."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "page.html").write_text(SPHINX)
+    default, _ = load_paths([site], min_words=0)
+    assert [d.doc_id for d in default] == [
+        d.doc_id for d in load_paths([site], sections=True, min_words=0)[0]
+    ]
+    whole, problems = load_paths([site], sections=False)
+    assert not problems and [d.doc_id for d in whole] == ["site/page.html"]
+    for chrome in ("Navigation", "Table of Contents", "Copyright", "var x"):
+        assert chrome in SPHINX and chrome not in whole[0].text
+    sectioned = "\n".join(d.text for d in default)
+    for word in ("List Comprehensions", "More on Lists"):
+        assert word in whole[0].text and word in sectioned
