@@ -55,7 +55,7 @@ async def main(index_dir: Path, pages: list[str] | None) -> None:
         print(f"skipped {p.path}: {p.reason}")
     n_pages = len({d.metadata["page"] for d in docs})
     print(f"{len(docs)} sections on {n_pages} pages ({len(docs) / n_pages:.1f} a page)")
-    index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=CoSConfig.shipped())
+    index = CoSIndex(index_dir, embedder=LocalEmbedder(), config=CoSConfig())
     with open_model(None, n_ctx=index.config.context_tokens, echo=print) as llm:
         engine = ChainOfSummaries(llm, index.config)
         t0 = time.monotonic()

@@ -56,7 +56,7 @@ class CoSDocumentTransformer(BaseDocumentTransformer):
             from cos_integrations import CoSConfig
 
             transformer = CoSDocumentTransformer(
-                llm=chat_model, config=CoSConfig.shipped(), store_path="./index/cos.sqlite"
+                llm=chat_model, config=CoSConfig(), store_path="./index/cos.sqlite"
             )
 
     Transform:

@@ -72,7 +72,7 @@ class CoSSummaryTransform(TransformComponent):
 
             pipeline = IngestionPipeline(
                 transformations=[
-                    CoSSummaryTransform(llm=llm, config=CoSConfig.shipped(),
+                    CoSSummaryTransform(llm=llm, config=CoSConfig(),
                                         store_path="./index/cos.sqlite"),
                     CoSLocalEmbedding(),
                 ],
