@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -271,9 +272,24 @@ class CoSIndex:
             manifest["hit_rule"] = self._hit_rule.model_dump(mode="json")
         if self.page_sections is not None:
             manifest["page_sections"] = self.page_sections
-        tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2))
-        os.replace(tmp, self.path / MANIFEST)
+        text = json.dumps(manifest, indent=2)
+        target = self.path / MANIFEST
+        try:
+            if target.read_text() == text:
+                return  # opened again, nothing changed: no write (and no race to write)
+        except OSError:
+            pass
+        # one temporary file per writer: processes opening the same index at once (refine
+        # workers) each replace the manifest whole, never one another's half-written file
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=MANIFEST + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.chmod(tmp, 0o644)  # as a plain write would leave it (mkstemp makes it 0600)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     @property
     def manifest(self) -> dict:

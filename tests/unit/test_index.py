@@ -317,3 +317,37 @@ def test_a_summary_records_its_chunk_count_and_the_chunks_read_by_id_match(tmp_p
         (h.id, round(h.score, 6)) for h in by_filter
     ]
     assert len(by_id) == 2 and {h.doc_id for h in by_id} == {"doc1"}
+
+
+def test_processes_opening_one_index_at_once_never_break_its_manifest(tmp_path):
+    """Refine workers open the same index together: each replaces the manifest whole
+    through its own temporary file (a shared one raced: FileNotFoundError in CI)."""
+    import json
+    import threading
+
+    from cos_integrations.embedded.embeddings import HashingEmbedder
+
+    index = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(64))
+    barrier = threading.Barrier(8)
+    errors = []
+
+    def write(i: int) -> None:
+        barrier.wait()
+        try:
+            for n in range(20):
+                index.page_sections = (i + n) % 2 == 0  # a change: every call writes
+                index._write_manifest()
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    manifest = json.loads((index.path / "manifest.json").read_text())
+    assert manifest["format"] == "cos-index"
+    assert not list(index.path.glob("manifest.json*.tmp"))
+    assert oct((index.path / "manifest.json").stat().st_mode & 0o777) == "0o644"
+    index.store.close()
