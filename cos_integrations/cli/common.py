@@ -105,6 +105,14 @@ HitContextOpt = Annotated[
         rich_help_panel=HIT_RULE,
     ),
 ]
+FocusOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="The most sentences the focused hit context keeps (windows of two; default 4).",
+        rich_help_panel=HIT_RULE,
+    ),
+]
 TeachOpt = Annotated[
     RefineTeach,
     typer.Option(
@@ -229,6 +237,7 @@ def rule_levers(
     threshold: float | None,
     hit_context: str | None,
     answered_misses: bool | None = None,
+    focus_sentences: int | None = None,
     **deprecated: object,
 ) -> dict[str, Any]:
     """The hit-rule options of ``cos query`` and ``cos eval`` as ``HitRule`` fields, for
@@ -240,4 +249,5 @@ def rule_levers(
         "threshold": threshold,
         "hit_context": hit_context,
         "answered_misses": answered_misses,
+        "focus_sentences": focus_sentences,
     }
