@@ -160,6 +160,14 @@ ParaphrasesOpt = Annotated[
         rich_help_panel=RETRIEVAL,
     ),
 ]
+RoutingCheckOpt = Annotated[
+    bool,
+    typer.Option(
+        help="fallback: the model judge's routing check (the best summary's document must "
+        "hold the top source chunk); --no-routing-check only to measure what it does.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
 HitAblationOpt = Annotated[
     bool,
     typer.Option(
@@ -226,6 +234,7 @@ def eval_command(
     deepen: DeepenOpt = None,
     repeat_traffic: RepeatTrafficOpt = False,
     paraphrases: ParaphrasesOpt = True,
+    routing_check: RoutingCheckOpt = True,
     hit_ablation: HitAblationOpt = False,
     test_half: TestHalfOpt = False,
     answer_cache: AnswerCacheOpt = None,
@@ -264,6 +273,7 @@ def eval_command(
             deepen=deepen,
             repeat_traffic=repeat_traffic,
             paraphrase_traffic=paraphrases,
+            routing_check=routing_check,
             refine_teach=refine_teach,
             refine_retarget=refine_retarget,
         )

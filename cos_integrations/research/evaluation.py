@@ -277,6 +277,11 @@ class RetrievalEvalOptions(BaseModel):
         description="repeat_traffic: ask a paraphrase of each traffic question too (one "
         "more call and one more ask a question; off: the same questions again only)",
     )
+    routing_check: bool = Field(
+        True,
+        description="fallback: the model judge's routing check (FallbackRetriever "
+        "route_check); off only to measure what it does",
+    )
     hit_ablation: bool = Field(
         False,
         description="fallback: answer every hit again from its summary sentences alone, its "
@@ -513,7 +518,9 @@ class _Asker:
         from cos_integrations.serving.retrieval import FallbackRetriever
 
         self.index, self.options, self.answer, self.contextual = index, options, answer, contextual
-        self.retriever = FallbackRetriever(index, llm=llm, rule=options.rule, k=options.k)
+        self.retriever = FallbackRetriever(
+            index, llm=llm, rule=options.rule, k=options.k, route_check=options.routing_check
+        )
 
     def chunk_methods(self, doc: EvalDoc) -> dict[str, Callable[[EvalQA], Any]]:
         """The methods that read chunks (or the whole document), by name, in asking order."""
@@ -1109,7 +1116,11 @@ class _RunLog:
         self.partial = out.with_suffix(out.suffix + ".docs.jsonl")
         self.signature = {"model": model_name, "config_hash": config.config_hash()}
         # the retrieval methods' figures depend on how they were run, and on the summaries
-        r_signature = {**self.signature, "retrieval": retrieval.model_dump(mode="json")}
+        # (the routing check on, as every run before the option had it, is left out)
+        dumped = retrieval.model_dump(
+            mode="json", exclude={"routing_check"} if retrieval.routing_check else None
+        )
+        r_signature = {**self.signature, "retrieval": dumped}
         if refine_from_traffic:
             r_signature["refine_from_traffic"] = True
         self.r_signature = _comparable(r_signature) or r_signature

@@ -375,16 +375,20 @@ class FallbackRetriever:
     """Summaries first, full text on a miss, and a refine job for every miss.
 
     ``rule`` (a :class:`~cos_integrations.serving.hit_rule.HitRule`) decides a hit; ``None``: the
-    index's (:attr:`CoSIndex.hit_rule`, the one it was calibrated with, else the default
-    rule: similarity only, no model call). ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos
-    refine`` worker processes), ``"off"``, or ``"background"`` (enqueue, and a
-    :class:`~cos_integrations.serving.refine.BackgroundRefiner` owned by this retriever, started on
-    the first miss, refines with ``llm``, ``refine_config`` (default: the index's config)
+    index's (:attr:`CoSIndex.hit_rule`, the one it was calibrated with, else ``HitRule()``),
+    its judge left out the model's when the retriever has ``llm`` (:meth:`HitRule.for_model`).
+    ``refine_on_miss``: ``"queue"`` (enqueue; a ``cos refine`` worker processes), ``"off"``,
+    or ``"background"`` (enqueue, and a
+    :class:`~cos_integrations.serving.refine.BackgroundRefiner` owned by this retriever,
+    started on the first miss, refines with ``llm``, ``refine_config`` (default: the index's config)
     and ``refine_teach`` while queries go on; :meth:`close` stops it). ``on_miss(result)``
     is called for every miss that queued a job. A call may pass its own ``llm=`` (e.g. one
     bound to a framework run's callbacks); the counters ``hits`` and ``misses`` stay on
     this retriever. ``k`` summaries are searched either way. The hit-rule keywords of
     before 0.2 (``threshold=``, ``judge=``, ...) still work, with a deprecation warning.
+    ``route_check=False`` switches off the routing check of the model judge (the best
+    summary's document must hold the collection's top source chunk): only to measure what
+    the check does (BENCHMARKS.md, "The routing check").
 
     Examples:
         >>> rule = HitRule(judge="llm")
@@ -405,6 +409,7 @@ class FallbackRetriever:
         on_miss: Callable[[RetrievalResult], None] | None = None,
         refine_config: CoSConfig | None = None,
         refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
+        route_check: bool = True,
         **legacy: object,
     ) -> None:
         rule = apply_legacy(rule, legacy, where="FallbackRetriever", base=index.hit_rule)
@@ -424,6 +429,7 @@ class FallbackRetriever:
         self.on_miss = on_miss
         self.refine_config = refine_config
         self.refine_teach = refine_teach
+        self.route_check = route_check
         self.hits = 0
         self.misses = 0
         self._background: BackgroundRefiner | None = None
@@ -567,7 +573,7 @@ class FallbackRetriever:
         if best.score < threshold:
             decision.reason = f"best similarity {best.score:.3f} < {threshold}"
             return decision
-        if rule.routes:
+        if rule.routes and self.route_check:
             decision.top = await offload(
                 self.index.search_chunks, query, self.fallback_k or k, embedding=embedding
             )

@@ -208,6 +208,25 @@ def test_each_step_of_aretrieve_on_its_own(filled):
     assert len(model.calls) == before
 
 
+def test_the_routing_check_can_be_switched_off_to_measure_it(filled):
+    """route_check=False (an ablation): no chunk search, no "routed" check, the threshold
+    alone decides whether the judge is asked; on by default."""
+    index, model = filled
+    q = "What is the garden item 1?"
+    emb = index.embedder.embed_query(q)
+    cands = index.search_summaries(q, 2, embedding=emb)
+    rule = HitRule(judge="llm", threshold=0.0)
+    assert FallbackRetriever(index, llm=model, rule=rule).route_check is True
+    off = FallbackRetriever(index, llm=model, rule=rule, route_check=False)
+    routed = asyncio.run(off._route(q, cands, emb, 2, off.rule))
+    assert routed.reason == "" and routed.top is None and "routed" not in routed.checks
+    # the best chunk is then searched for the hit context, in the best summary's document
+    asyncio.run(off._build_context(q, routed, cands, emb, off.rule))
+    assert [h.kind for h in routed.full] == ["summary", "chunk"]
+    assert routed.full[1].doc_id == cands[0].doc_id
+    assert off.retrieve(q).hit
+
+
 def test_the_cli_levers_reach_every_rule_field_they_name():
     """`cos query` and `cos eval` change the rule through rule_levers: each option given
     changes its field, each left out keeps the rule's value; a deprecated one is dropped."""
