@@ -31,3 +31,16 @@ def smoke_server():
         pytest.fail("the smoke model is not installed: run `make install-smoke`")
     with LocalModelServer("smoke", n_ctx=4096) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def smoke_env(smoke_server) -> dict[str, str]:
+    """The environment of a user's shell whose every ``open_model()`` (and ``cos`` command)
+    goes to the session's smoke server, with this checkout importable."""
+    return {
+        **os.environ,
+        "COS_BASE_URL": smoke_server.base_url,
+        "COS_MODEL": smoke_server.chat_model().model,
+        "OPENAI_API_KEY": "sk-local",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }

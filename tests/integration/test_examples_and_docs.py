@@ -33,18 +33,11 @@ def blocks() -> list:
 
 
 @pytest.fixture
-def user_env(smoke_server, tmp_path):
+def user_env(smoke_env, tmp_path):
     """A folder like a user's checkout (examples/docs) and the environment that sends every
     ``open_model()`` to the session's smoke server."""
     shutil.copytree(ROOT / "examples" / "docs", tmp_path / "examples" / "docs")
-    env = {
-        **os.environ,
-        "COS_BASE_URL": smoke_server.base_url,
-        "COS_MODEL": smoke_server.chat_model().model,
-        "OPENAI_API_KEY": "sk-local",
-        "PYTHONPATH": str(ROOT),
-    }
-    return tmp_path, env
+    return tmp_path, dict(smoke_env)
 
 
 def run(args: list[str], cwd: Path, env: dict, timeout: float = 600) -> str:

@@ -91,25 +91,21 @@ def check_pip_line(args: list[str]) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def built_index(smoke_server, tmp_path_factory):
+def built_index(smoke_env, tmp_path_factory):
     """``cos ingest docs --index index`` once, on the smoke model: the ``./index`` the
     blocks name (each block gets its own copy)."""
     where = tmp_path_factory.mktemp("shell-index")
     shutil.copytree(ROOT / "examples" / "docs", where / "docs")
-    env = _env(smoke_server)
+    env = _env(smoke_env)
     cmd = [str(Path(sys.executable).parent / "cos"), "ingest", "docs", "--index", "index"]
     res = subprocess.run(cmd, cwd=where, env=env, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     return where / "index"
 
 
-def _env(smoke_server) -> dict:
+def _env(smoke_env: dict[str, str]) -> dict[str, str]:
     return {
-        **os.environ,
-        "COS_BASE_URL": smoke_server.base_url,
-        "COS_MODEL": smoke_server.chat_model().model,
-        "OPENAI_API_KEY": "sk-local",
-        "PYTHONPATH": str(ROOT),
+        **smoke_env,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "COS_BIN": str(Path(sys.executable).parent / "cos"),
         "PYTHON": sys.executable,
@@ -169,13 +165,13 @@ def test_a_pip_line_is_checked_against_pyproject(args, why):
 
 
 @pytest.mark.parametrize("code", blocks())
-def test_a_shell_block_of_the_docs_runs(code, request, tmp_path, smoke_server, built_index):
+def test_a_shell_block_of_the_docs_runs(code, request, tmp_path, smoke_env, built_index):
     script = PREAMBLE + _sandbox(code, request, tmp_path, built_index) + EPILOGUE
     (tmp_path / "block.sh").write_text(script)
     res = subprocess.run(
         ["bash", "-euo", "pipefail", "block.sh"],
         cwd=tmp_path,
-        env=_env(smoke_server),
+        env=_env(smoke_env),
         capture_output=True,
         text=True,
         timeout=900,
