@@ -697,6 +697,7 @@ async def _traffic_step(
     outcomes = await refiner.arun_once()
     rec["refine"] = [
         {"doc_id": o.doc_id, "query": o.query, "status": o.status, "reason": o.reason}
+        | ({"answer": o.answer} if o.answer is not None else {})
         for o in outcomes
     ]
     rec["refine_calls"] = sum(o.usage.calls for o in outcomes)
