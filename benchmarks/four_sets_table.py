@@ -12,6 +12,7 @@ again) and the unseen test questions before and after refinement.
 
     python benchmarks/four_sets_table.py [--tag four] [--against base] [--sets squad,...]
     python benchmarks/four_sets_table.py --tag refine --traffic
+    python benchmarks/four_sets_table.py --tag noam --traffic --traffic-against refine
 """
 
 from __future__ import annotations
@@ -117,6 +118,63 @@ def table(tag: str, sets: list[str], against: str | None) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
+def traffic_rows(tag: str, dataset: str) -> tuple[list, list, list, list, dict[str, int]]:
+    """A refine-from-traffic run's questions, F1 recomputed in the document's language: the
+    traffic's first ask and its ask again, the unseen questions before and after, and the
+    refine jobs' outcomes by status."""
+    language = languages(dataset)
+    first, again, before, after, outcomes = [], [], [], [], {}
+    for rec in read_jsonl(RESULTS / f"{tag}-{dataset}.json.docs.jsonl"):
+        if rec.get("method") != "fallback" or "traffic" not in rec:
+            continue
+        lang = language.get(rec["doc_id"], "en")
+
+        def f1(q: dict, lang: str = lang) -> dict:
+            return {**q, "f1": squad_f1(q.get("answer") or "", q["gold"], lang)}
+
+        first += [f1(q) for q in rec["traffic"]]
+        again += [f1(q) for q in rec.get("traffic_again", [])]
+        before += [f1(q) for q in rec["questions"]]
+        after += [f1(q) for q in rec.get("questions_after", [])]
+        for job in rec.get("refine", []):
+            outcomes[job["status"]] = outcomes.get(job["status"], 0) + 1
+    return first, again, before, after, outcomes
+
+
+def traffic_against(tag: str, other: str, sets: list[str]) -> None:
+    """Two refine-from-traffic runs question by question (a switch on and off): the traffic
+    asked again and the unseen questions after refinement, each run's F1 and hits, paired
+    (``tag`` better / worse than ``other``)."""
+    header(
+        [
+            "text",
+            f"traffic again: F1 {tag} / {other} (paired)",
+            "hits again",
+            f"unseen after refinement: F1 {tag} / {other} (paired)",
+            "hits after",
+            "prompt tokens again + after a question",
+        ]
+    )
+    for dataset in sets:
+        mine, theirs = traffic_rows(tag, dataset), traffic_rows(other, dataset)
+        cells = [KINDS.get(dataset, dataset)]
+        for part in (1, 3):
+            # by position and question: a question may be asked twice in a set
+            a = {(i, q["question"]): q for i, q in enumerate(mine[part])}
+            b = {(i, q["question"]): q for i, q in enumerate(theirs[part])}
+            cells += [
+                f"{mean([q['f1'] for q in a.values()]):.3f} / "
+                f"{mean([q['f1'] for q in b.values()]):.3f} ({paired(a, b)})",
+                f"{sum(bool(q.get('hit')) for q in a.values())} / "
+                f"{sum(bool(q.get('hit')) for q in b.values())}",
+            ]
+        tokens = [
+            mean([q.get("prompt_tokens", 0) for q in run[1] + run[3]]) for run in (mine, theirs)
+        ]
+        cells.append(f"{tokens[0]:.0f} / {tokens[1]:.0f}")
+        print("| " + " | ".join(cells) + " |")
+
+
 def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
     """The refine-from-traffic run's table (see the module docstring)."""
     head = [
@@ -131,22 +189,7 @@ def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
         head.append(f"before vs {against}'s fallback (paired)")
     header(head)
     for dataset in sets:
-        language = languages(dataset)
-        first, again, before, after, outcomes = [], [], [], [], {}
-        for rec in read_jsonl(RESULTS / f"{tag}-{dataset}.json.docs.jsonl"):
-            if rec.get("method") != "fallback" or "traffic" not in rec:
-                continue
-            lang = language.get(rec["doc_id"], "en")
-
-            def f1(q: dict, lang: str = lang) -> dict:
-                return {**q, "f1": squad_f1(q.get("answer") or "", q["gold"], lang)}
-
-            first += [f1(q) for q in rec["traffic"]]
-            again += [f1(q) for q in rec.get("traffic_again", [])]
-            before += [f1(q) for q in rec["questions"]]
-            after += [f1(q) for q in rec.get("questions_after", [])]
-            for job in rec.get("refine", []):
-                outcomes[job["status"]] = outcomes.get(job["status"], 0) + 1
+        first, again, before, after, outcomes = traffic_rows(tag, dataset)
         pairs = list(zip(first, again, strict=True))
         better = sum(a["f1"] > b["f1"] + 1e-9 for b, a in pairs)
         worse = sum(a["f1"] < b["f1"] - 1e-9 for b, a in pairs)
@@ -188,8 +231,13 @@ if __name__ == "__main__":
     parser.add_argument("--against")
     parser.add_argument("--sets", default=",".join(KINDS))
     parser.add_argument("--traffic", action="store_true", help="a refine-from-traffic run")
+    parser.add_argument(
+        "--traffic-against", metavar="TAG", help="with --traffic: pair it with another such run"
+    )
     args = parser.parse_args()
-    if args.traffic:
+    if args.traffic and args.traffic_against:
+        traffic_against(args.tag, args.traffic_against, args.sets.split(","))
+    elif args.traffic:
         traffic_table(args.tag, args.sets.split(","), args.against)
     else:
         table(args.tag, args.sets.split(","), args.against)
