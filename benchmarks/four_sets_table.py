@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from cos_integrations.metrics import squad_f1
 from cos_integrations.research.jsonl import read_jsonl
 
 RESULTS = Path(__file__).parent / "results"
+# a refine job rejected by the grounding checks: "... (in_quote, in_source failed)"
+GROUNDING_FAILED = re.compile(r"\((?:\w+, )*\w+ failed\)")
 KINDS = {
     "squad": "encyclopedia (SQuAD chunks)",
     "covid": "scientific papers (COVID-QA)",
@@ -118,12 +121,28 @@ def table(tag: str, sets: list[str], against: str | None) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
-def traffic_rows(tag: str, dataset: str) -> tuple[list, list, list, list, dict[str, int]]:
+def grounded(job: dict) -> bool:
+    """Whether a refine job's reading of the source gave an answer that passed the grounding
+    checks (the query then joined the document's bank: a repeat can take the answered-miss
+    route), read from its recorded outcome: taught, or rejected after the grounding (nothing
+    taught, already held, validation dropped), not rejected by it or unreadable."""
+    if job["status"] in ("published", "suggested", "conflict"):
+        return True
+    reason = job.get("reason", "")
+    return job["status"] == "rejected" and not (
+        GROUNDING_FAILED.search(reason)
+        or reason.startswith("unreadable reply")
+        or reason in ("document deleted", "no summary yet")
+    )
+
+
+def traffic_rows(tag: str, dataset: str) -> tuple[list, list, list, list, dict[str, int], set[str]]:
     """A refine-from-traffic run's questions, F1 recomputed in the document's language: the
-    traffic's first ask and its ask again, the unseen questions before and after, and the
-    refine jobs' outcomes by status."""
+    traffic's first ask and its ask again, the unseen questions before and after, the
+    refine jobs' outcomes by status and the queries whose job grounded an answer."""
     language = languages(dataset)
     first, again, before, after, outcomes = [], [], [], [], {}
+    found: set[str] = set()
     for rec in read_jsonl(RESULTS / f"{tag}-{dataset}.json.docs.jsonl"):
         if rec.get("method") != "fallback" or "traffic" not in rec:
             continue
@@ -138,7 +157,9 @@ def traffic_rows(tag: str, dataset: str) -> tuple[list, list, list, list, dict[s
         after += [f1(q) for q in rec.get("questions_after", [])]
         for job in rec.get("refine", []):
             outcomes[job["status"]] = outcomes.get(job["status"], 0) + 1
-    return first, again, before, after, outcomes
+            if grounded(job):
+                found.add(job["query"])
+    return first, again, before, after, outcomes, found
 
 
 def traffic_against(tag: str, other: str, sets: list[str]) -> None:
@@ -181,7 +202,7 @@ def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
         "text",
         "refine jobs (taught / silent / rejected / other)",
         "traffic F1: first ask -> again (paired better / worse)",
-        "missed, answer in source: hit again",
+        "missed, answer in source: a job grounded it / hit again",
         "their F1: first -> again",
         "unseen questions' F1: before -> after refinement (paired)",
     ]
@@ -189,7 +210,7 @@ def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
         head.append(f"before vs {against}'s fallback (paired)")
     header(head)
     for dataset in sets:
-        first, again, before, after, outcomes = traffic_rows(tag, dataset)
+        first, again, before, after, outcomes, found = traffic_rows(tag, dataset)
         pairs = list(zip(first, again, strict=True))
         better = sum(a["f1"] > b["f1"] + 1e-9 for b, a in pairs)
         worse = sum(a["f1"] < b["f1"] - 1e-9 for b, a in pairs)
@@ -209,8 +230,8 @@ def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
             f"{sum(outcomes.values())} ({taught} / {silent} / {rejected} / {other})",
             f"{mean([q['f1'] for q in first]):.3f} -> {mean([q['f1'] for q in again]):.3f} "
             f"({better} / {worse})",
-            f"{len(hit_again)} of {len(missed)}"
-            + (f" ({len(hit_again) / len(missed):.0%})" if missed else ""),
+            f"{sum(b['question'] in found for b, _ in missed)} / {len(hit_again)} of "
+            f"{len(missed)}" + (f" ({len(hit_again) / len(missed):.0%})" if missed else ""),
             f"{mean([b['f1'] for b, _ in missed]):.3f} -> {mean([a['f1'] for _, a in missed]):.3f}",
             f"{mean([tb[k]['f1'] for k in keys]):.3f} -> {mean([ta[k]['f1'] for k in keys]):.3f} "
             f"({t_better} / {t_worse})",
