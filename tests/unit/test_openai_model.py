@@ -102,6 +102,21 @@ def test_server_without_structured_output_falls_back_once():
     assert "response_format" not in srv.requests[1] and "response_format" not in srv.requests[2]
 
 
+def test_a_request_refused_with_and_without_the_schema_keeps_structured_output():
+    """A prompt over the context is a 400 too: asked again without the schema and refused
+    again, the request was the cause, and later calls still send the schema (it was
+    switched off for good, the grounded judge losing its JSON for the rest of the run)."""
+    schema = {"name": "x", "schema": {"type": "object"}}
+    too_long = {"status": 400}
+    with FakeOpenAIServer(faults=[too_long, too_long]) as srv:
+        model = fast_model(srv.base_url)
+        with pytest.raises(CoSModelError) as info:
+            chat(model, json_schema=schema)
+        assert info.value.status == 400 and model.structured_output is True
+        assert chat(model, json_schema=schema).text
+    assert ["response_format" in r for r in srv.requests] == [True, False, True]
+
+
 def test_key_never_in_repr():
     model = OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1", api_key=KEY)
     assert KEY not in repr(model) and KEY not in str(vars(model).get("model"))
