@@ -250,28 +250,28 @@ class OpenAIChatModel:
         last_error = "no attempt made"
         attempts = 0
         timeouts = 0
-        dropped_schema = False  # a 400 to a structured-output request: asked without it
+        schema = json_schema  # None once a 400 to it has it asked again without
         limit = self.timeout_for(messages, max_tokens)
         while attempts <= self.max_retries:
             attempts += 1
-            kwargs = self._request(messages, max_tokens, temperature, json_schema)
+            kwargs = self._request(messages, max_tokens, temperature, schema)
             retry_after: str | None = None
             try:
                 resp = await self._client().chat.completions.create(
                     **kwargs, timeout=limit * 2**timeouts
                 )
-                if dropped_schema:
+                if schema is None and json_schema is not None and self.structured_output:
+                    # only a success without the schema says the schema was the cause
                     log.warning("%s rejected structured output; continuing without", self.name)
-                    dropped_schema = False
+                    self.structured_output = False
                 return _to_result(resp)
             except openai.APIStatusError as exc:
                 last_status = exc.status_code
                 last_error = _short(exc, self._api_key.get())
                 if exc.status_code == 400 and "response_format" in kwargs:
                     # maybe the schema, maybe not (a prompt over the context is a 400 too):
-                    # asked again without it; only a success says the schema was the cause
-                    dropped_schema = True
-                    self.structured_output = False
+                    # asked again without it, structured output left on for other calls
+                    schema = None
                     attempts -= 1  # not the server's fault: this retry is free
                     continue
                 if exc.status_code not in _RETRYABLE_STATUS:
@@ -292,10 +292,6 @@ class OpenAIChatModel:
                 delay = self._delay(attempts - 1, retry_after)
                 log.info("%s: %s; retry %d in %.1fs", self.name, last_error, attempts, delay)
                 await asyncio.sleep(delay)
-        if dropped_schema:
-            # refused without the schema too: the request was the cause (a prompt over the
-            # context is a 400 as well), the endpoint's structured output stays in use
-            self.structured_output = True
         raise CoSModelError(
             f"model {self.name} failed: {last_error}", status=last_status, attempts=attempts
         )
