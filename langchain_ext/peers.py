@@ -5,8 +5,10 @@ summaries: one summary a document from the chain ``ChatPromptTemplate("Summarize
 following document:\\n\\n{doc}") | model | StrOutputParser()``, the summaries in a vector
 store, the whole documents in a byte store by ``doc_id``; a query returns the documents of
 the top-``k`` summaries. ``ParentDocumentPeer`` is ``ParentDocumentRetriever`` as its
-documentation builds it: small chunks (``RecursiveCharacterTextSplitter(chunk_size=400)``)
-searched, their whole documents returned; it makes no model call. Both keep vectors in
+class reference builds it: small chunks (``RecursiveCharacterTextSplitter(chunk_size=400)``)
+searched, their parents returned, parents of 2,000 characters
+(``RecursiveCharacterTextSplitter(chunk_size=2000)``, the reference's "larger chunk" mode:
+two whole papers or stories do not fit an 8k context); it makes no model call. Both keep vectors in
 ``langchain_core``'s ``InMemoryVectorStore`` with e5 through
 :class:`~langchain_ext.CoSLocalEmbeddings`; the model is ours as a LangChain chat model
 (:class:`~langchain_ext.CoSChatModel`), metered.
@@ -51,10 +53,17 @@ def _documents(docs: Sequence[PeerDoc]) -> list[Document]:
     ]
 
 
+def _hit_id(d: Document) -> str:
+    # a parent chunk is its document's id and where it starts (add_start_index)
+    start = d.metadata.get("start_index")
+    doc_id = d.metadata.get(ID_KEY, "")
+    return doc_id if start is None else f"{doc_id}@{start}"
+
+
 def _hits(found: list[Document]) -> list[SearchHit]:
     return [
         SearchHit(
-            id=d.metadata.get(ID_KEY, ""),
+            id=_hit_id(d),
             doc_id=d.metadata.get(ID_KEY, ""),
             text=d.page_content,
             score=0.0,  # the retrievers return documents, not scores
@@ -106,7 +115,8 @@ class MultiVectorPeer:
 
 
 class ParentDocumentPeer:
-    """LangChain ``ParentDocumentRetriever``: child chunks searched, whole documents back.
+    """LangChain ``ParentDocumentRetriever``: child chunks of 400 characters searched, their
+    parent chunks of 2,000 characters back (a document shorter than that comes back whole).
 
     Examples:
         >>> peer = ParentDocumentPeer(setup)          # doctest: +SKIP
@@ -119,12 +129,13 @@ class ParentDocumentPeer:
             vectorstore=InMemoryVectorStore(CoSLocalEmbeddings(setup.embedder)),
             docstore=InMemoryStore(),
             child_splitter=RecursiveCharacterTextSplitter(chunk_size=400),
+            parent_splitter=RecursiveCharacterTextSplitter(chunk_size=2000, add_start_index=True),
             search_kwargs={"k": setup.k},
         )
 
     async def abuild(self, docs: Sequence[PeerDoc]) -> None:
-        parents = _documents(docs)
-        await self.retriever.aadd_documents(parents, ids=[d.metadata[ID_KEY] for d in parents])
+        # the parents are split first, so their ids are the retriever's own
+        await self.retriever.aadd_documents(_documents(docs))
 
     async def aretrieve(self, query: str) -> list[SearchHit]:
         return _hits(await self.retriever.ainvoke(query))

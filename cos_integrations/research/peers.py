@@ -63,7 +63,7 @@ PEERS: dict[str, str] = {
     "doc-summary": "LlamaIndex DocumentSummaryIndex (embedding retriever mode)",
     "raptor": "LlamaIndex RAPTOR pack (RaptorRetriever, collapsed tree)",
     "multi-vector": "LangChain MultiVectorRetriever over per-document summaries",
-    "parent-doc": "LangChain ParentDocumentRetriever (small chunks searched, parents returned)",
+    "parent-doc": "LangChain ParentDocumentRetriever (400-char chunks, 2,000-char parents)",
 }
 
 

@@ -85,6 +85,27 @@ def test_each_peer_finds_the_document_that_answers(name):
         assert hits[0].doc_id == "d1" and hits[0].kind == "doc"
 
 
+def test_parent_document_peer_returns_parent_chunks_of_a_long_document():
+    """A document longer than a parent (2,000 characters) comes back as the parent chunk
+    that holds the found child, named by its document and start, not as the whole
+    document (two whole papers would not fit the model's context)."""
+    long = make_document(120, topic="garden", prefix="garden ")  # ~4,700 characters
+    docs = [PeerDoc("g", "Garden", long), PeerDoc("s", "Short", make_document(3))]
+    setup = PeerSetup(llm=None, embedder=HashingEmbedder(), k=1)  # no model call
+    peer = load_peer("parent-doc", setup)
+
+    async def go():
+        await peer.abuild(docs)
+        return await peer.aretrieve("What is the garden item 97?")
+
+    hits = asyncio.run(go())
+    assert len(long) > 4000 and len(hits) == 1
+    hit = hits[0]
+    assert hit.doc_id == "g" and "garden item 97 " in hit.text
+    assert len(hit.text) <= 2000 and hit.text in long
+    assert hit.id == f"g@{long.index(hit.text)}"
+
+
 @pytest.mark.parametrize("name", ["doc-summary", "multi-vector", "raptor"])
 def test_a_stopped_peer_build_resumes_from_its_call_record(name, tmp_path):
     """A peer's build calls are kept (LlamaIndex's through its HTTP client, LangChain's
