@@ -8,9 +8,14 @@ run's fallback with another's (the hit rule before and after a change). ``--traf
 a run with ``EXTRA="--refine-from-traffic --repeat-traffic"`` instead: per kind of text, the
 refine jobs' outcomes, the repeated traffic (every traffic question's F1 asked again against
 its first ask, paired; of the misses whose answer is in the source, how many hit when asked
-again) and the unseen test questions before and after refinement.
+again) and the unseen test questions before and after refinement. ``--peers`` reads a run
+with the frameworks' own retrievers among its methods (``METHODS=...,parent-doc,raptor``):
+per kind of text, every method's F1, prompt tokens a question, how often the question's
+document was in what the model read, what ingest cost a document (model calls, tokens),
+and the product paired against each method by question.
 
     python benchmarks/four_sets_table.py [--tag four] [--against base] [--sets squad,...]
+    python benchmarks/four_sets_table.py --tag peers --peers
     python benchmarks/four_sets_table.py --tag refine --traffic
     python benchmarks/four_sets_table.py --tag noam --traffic --traffic-against refine
 """
@@ -119,6 +124,51 @@ def table(tag: str, sets: list[str], against: str | None) -> None:
             old = rows(against, dataset)["fallback"]
             cells.append(f"{paired(fb, old)} ({mean([q['f1'] for q in old.values()]):.3f})")
         print("| " + " | ".join(cells) + " |")
+
+
+PEER_NAMES = {
+    "fallback": "**fallback (the product)**",
+    "rag-ordered": "rag-ordered (top-2 chunks in document order)",
+    "rag": "rag (top-2 chunks)",
+    "parent-doc": "LangChain `ParentDocumentRetriever`",
+    "raptor": "LlamaIndex RAPTOR pack",
+    "doc-summary": "LlamaIndex `DocumentSummaryIndex`",
+    "multi-vector": "LangChain `MultiVectorRetriever`",
+}
+
+
+def peers_table(tag: str, sets: list[str]) -> None:
+    """Every method of one run side by side, per kind of text (``--peers``)."""
+    header(
+        [
+            "text",
+            "method",
+            "F1",
+            "prompt tokens a question",
+            "question's document read",
+            "ingest: model calls / tokens a document",
+            "fallback vs it (better / worse)",
+        ]
+    )
+    for dataset in sets:
+        runs = rows(tag, dataset)
+        metrics = json.loads((RESULTS / f"{tag}-{dataset}.json").read_text())["methods"]
+        fb = runs["fallback"]
+        for method in sorted(runs, key=lambda m: list(PEER_NAMES).index(m)):
+            got, m = runs[method], metrics[method]
+            ingest = m.get("ingest")
+            cells = [
+                KINDS.get(dataset, dataset) if method == "fallback" else "",
+                PEER_NAMES[method],
+                f"{mean([q['f1'] for q in got.values()]):.3f}",
+                f"{m['prompt_tokens_per_question']:,.0f}",
+                f"{m['right_doc_rate']:.0%}" if "right_doc_rate" in m else "",
+                f"{ingest['calls_per_doc']:.1f} / {ingest['tokens_per_doc']:,.0f}"
+                if ingest
+                else "0 / 0",
+                "" if method == "fallback" else paired(fb, got),
+            ]
+            print("| " + " | ".join(cells) + " |")
 
 
 def grounded(job: dict) -> bool:
@@ -252,11 +302,14 @@ if __name__ == "__main__":
     parser.add_argument("--against")
     parser.add_argument("--sets", default=",".join(KINDS))
     parser.add_argument("--traffic", action="store_true", help="a refine-from-traffic run")
+    parser.add_argument("--peers", action="store_true", help="every method of one run")
     parser.add_argument(
         "--traffic-against", metavar="TAG", help="with --traffic: pair it with another such run"
     )
     args = parser.parse_args()
-    if args.traffic and args.traffic_against:
+    if args.peers:
+        peers_table(args.tag, args.sets.split(","))
+    elif args.traffic and args.traffic_against:
         traffic_against(args.tag, args.traffic_against, args.sets.split(","))
     elif args.traffic:
         traffic_table(args.tag, args.sets.split(","), args.against)

@@ -28,6 +28,7 @@ __all__ = [
     "HitContext",
     "HIT_CONTEXTS",
     "DEFAULT_THRESHOLD",
+    "DEFAULT_K",
     "DEFAULT_HIT_CONTEXT",
     "DEFAULT_ANSWERED_MISSES",
     "FOCUS_SENTENCES",
@@ -54,6 +55,11 @@ HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk", "focused")
 FOCUS_SENTENCES = 4
 
 DEFAULT_THRESHOLD = 0.80
+# summaries searched, and source chunks a miss reads (unless fallback_k says otherwise), for
+# every retriever (FallbackRetriever, both frameworks' retrievers, `cos query`, `cos eval`):
+# the k of every figure in BENCHMARKS.md, and of `rag`, the row the product is measured
+# against. LlamaIndex's own retrievers default to 2 as well (DEFAULT_SIMILARITY_TOP_K).
+DEFAULT_K = 2
 DEFAULT_HIT_CONTEXT: HitContext = "focused"  # judge="llm"; judge="score" returns k summaries
 # HitRule.answered_misses: a query asked again after it missed, whose answer a refine job
 # found in a document's source (the query joined that document's bank, origin "miss"),

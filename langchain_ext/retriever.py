@@ -17,7 +17,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.defaults import DEFAULT_REFINE_TEACH, HitContext, RefineTeach
+from cos_integrations.defaults import DEFAULT_K, DEFAULT_REFINE_TEACH, HitContext, RefineTeach
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.hit_rule import HitRule, apply_legacy
 from cos_integrations.serving.index import CoSIndex, SearchHit
@@ -65,7 +65,7 @@ class CoSFallbackRetriever(BaseRetriever):
             from cos_integrations import HitRule
 
             retriever = CoSFallbackRetriever.from_persist_dir(
-                "./index", llm=chat_model, embeddings=CoSLocalEmbeddings(), k=4,
+                "./index", llm=chat_model, embeddings=CoSLocalEmbeddings(), k=2,
                 rule=HitRule(judge="llm"),   # None: the index's recorded rule
             )
 
@@ -78,7 +78,7 @@ class CoSFallbackRetriever(BaseRetriever):
         .. code-block:: python
 
             docs = retriever.invoke("When is rent due?")          # also ainvoke, batch
-            docs = retriever.invoke("When is rent due?", k=2)
+            docs = retriever.invoke("When is rent due?", k=4)
 
     Use in a chain:
         .. code-block:: python
@@ -91,7 +91,7 @@ class CoSFallbackRetriever(BaseRetriever):
     # the index directory: `persist_dir`, as LlamaIndex and the `from_persist_dir`
     # constructors call it; `index_path` (the name before 0.2) is still accepted
     persist_dir: str = Field(validation_alias=AliasChoices("persist_dir", "index_path"))
-    k: int = 4
+    k: int = DEFAULT_K
     # the hit rule; None: the index's recorded one (cos_integrations.HitRule)
     rule: HitRule | None = None
     refine_on_miss: Literal["queue", "background", "off"] = "queue"

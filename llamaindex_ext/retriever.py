@@ -22,7 +22,7 @@ from llama_index.core.schema import (
 from pydantic import PrivateAttr
 
 from cos_integrations import CoSConfig
-from cos_integrations.defaults import DEFAULT_REFINE_TEACH, RefineTeach
+from cos_integrations.defaults import DEFAULT_K, DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.embedded.embeddings import LocalEmbedder
 from cos_integrations.serving.hit_rule import HitRule, apply_legacy
 from cos_integrations.serving.index import SUMMARIES, CoSIndex, SearchHit, read_manifest
@@ -118,7 +118,7 @@ class CoSFallbackRetriever(BaseRetriever):
             from cos_integrations import HitRule
 
             retriever = CoSFallbackRetriever.from_defaults(
-                persist_dir="./index", llm=llm, similarity_top_k=3,
+                persist_dir="./index", llm=llm, similarity_top_k=2,
                 rule=HitRule(judge="llm"),   # None: the index's recorded rule
             )   # llm / embed_model default to Settings where needed
 
@@ -140,7 +140,7 @@ class CoSFallbackRetriever(BaseRetriever):
         index: CoSIndex,
         *,
         llm: Any = None,
-        similarity_top_k: int = 4,
+        similarity_top_k: int = DEFAULT_K,
         rule: HitRule | None = None,
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
         refine_config: CoSConfig | None = None,

@@ -44,6 +44,7 @@ from cos_integrations.cli.common import (
 )
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
+    DEFAULT_K,
     DEFAULT_PRESET,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
@@ -275,7 +276,7 @@ def query(
     text: Annotated[str, typer.Argument(help="The question.")],
     index: IndexOpt = Path("index"),
     store_url: StoreUrlOpt = None,
-    k: Annotated[int, typer.Option("--k", min=1, help="Results to return.")] = 3,
+    k: Annotated[int, typer.Option("--k", min=1, help="Results to return.")] = DEFAULT_K,
     answer: Annotated[
         bool, typer.Option("--answer", help="Answer from what was retrieved.")
     ] = False,

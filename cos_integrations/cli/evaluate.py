@@ -35,6 +35,7 @@ from cos_integrations.cli.common import (
     setup_logging,
 )
 from cos_integrations.defaults import (
+    DEFAULT_K,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     PresetChoice,
@@ -218,7 +219,7 @@ def eval_command(
     refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
     refine_retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
     refine_check_names: CheckNamesOpt = None,
-    k: KOpt = 2,
+    k: KOpt = DEFAULT_K,
     threshold: ThresholdOpt = None,
     judge: JudgeOpt = None,
     hit_context: HitContextOpt = None,

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cos_integrations.defaults import (
+    DEFAULT_K,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     RefineTeach,
@@ -235,7 +236,7 @@ class RetrievalEvalOptions(BaseModel):
     compared over the very same summaries.
     """
 
-    k: int = Field(2, ge=1, description="summaries searched; chunks returned by rag/misses")
+    k: int = Field(DEFAULT_K, ge=1, description="summaries searched; chunks returned by rag/misses")
     rule: HitRule = Field(
         default_factory=lambda: HitRule(judge="llm"),
         description="fallback's hit rule (the product's, with the model judge); a threshold "

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from cos_integrations.defaults import (
     DEFAULT_ANSWERED_MISS_SIMILARITY,
     DEFAULT_HIT_CONTEXT,
+    DEFAULT_K,
     DEFAULT_REFINE_TEACH,
     DEFAULT_THRESHOLD,
     FOCUS_SENTENCES,
@@ -402,7 +403,7 @@ class FallbackRetriever:
         index: CoSIndex,
         *,
         llm: ChatModel | None = None,
-        k: int = 4,
+        k: int = DEFAULT_K,
         rule: HitRule | None = None,
         fallback_k: int | None = None,
         refine_on_miss: RefineMode = "queue",

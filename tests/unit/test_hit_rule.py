@@ -264,3 +264,32 @@ def test_an_initial_does_not_end_a_sentence():
     text = "Running back C. J. Anderson was the team's leading rusher. Mr. Ware sacked."
     sentence = supporting_sentence("C. J. Anderson", "Who was the leading rusher?", text)
     assert sentence == "Running back C. J. Anderson was the team's leading rusher."
+
+
+def test_every_retriever_and_command_searches_the_measured_k_by_default():
+    """One default everywhere: the core retriever, both frameworks' retrievers, `cos query`
+    and `cos eval` all use DEFAULT_K, the k of the measured figures (they had 4, 4, 4, 3
+    and 2)."""
+    import inspect
+
+    import click
+    import typer
+
+    from cos_integrations.cli import app
+    from cos_integrations.defaults import DEFAULT_K
+    from cos_integrations.research.evaluation import RetrievalEvalOptions
+    from langchain_ext import CoSFallbackRetriever as LangChainRetriever
+    from llamaindex_ext import CoSFallbackRetriever as LlamaIndexRetriever
+
+    core = inspect.signature(FallbackRetriever).parameters["k"].default
+    llama = inspect.signature(LlamaIndexRetriever).parameters["similarity_top_k"].default
+    lang = LangChainRetriever.model_fields["k"].default
+    group = typer.main.get_command(app)
+    ctx = click.Context(group)
+    cli = {
+        name: next(p.default for p in group.get_command(ctx, name).params if p.name == "k")
+        for name in ("query", "eval")
+    }
+    evaluation = RetrievalEvalOptions.model_fields["k"].default
+    assert DEFAULT_K == 2
+    assert (core, llama, lang, cli["query"], cli["eval"], evaluation) == (DEFAULT_K,) * 6
