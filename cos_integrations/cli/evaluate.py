@@ -98,9 +98,9 @@ ContextOpt = Annotated[
 PresetOpt = Annotated[
     PresetChoice | None,
     typer.Option(
-        help="A named CoSConfig preset (default: what cos ingest ships) instead of the "
-        "question and iteration options above (--max-summary-words and "
-        "--context-tokens still apply).",
+        help="A named CoSConfig preset (cos ingest ships tiered) instead of the question "
+        "and iteration options above (--max-summary-words and --context-tokens still "
+        "apply); without it, those options make the config.",
         rich_help_panel=SUMMARISERS,
     ),
 ]
