@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cos_integrations.text import count_words
+
 __all__ = [
     "Section",
     "split_markdown",
@@ -127,7 +129,7 @@ class Section:
 
     @property
     def words(self) -> int:
-        return len(self.body.split())
+        return count_words(self.body)
 
     def metadata(self) -> dict[str, Any]:
         return {

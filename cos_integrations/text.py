@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 __all__ = [
+    "count_words",
     "estimate_tokens",
     "tokens_for_chars",
     "split_sections",
@@ -126,9 +127,25 @@ def split_sentences(text: str) -> list[str]:
 
 
 # scripts written without spaces between words: each character is a token
-_NO_SPACES = re.compile(
-    "([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f])"
+_NO_SPACE_CHARS = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 )
+_NO_SPACES = re.compile(f"([{_NO_SPACE_CHARS}])")
+# a word as chunk sizes and summary budgets count it: a run of text between spaces, or one
+# character of a script written without spaces
+_WORD = re.compile(f"[{_NO_SPACE_CHARS}]|[^\\s{_NO_SPACE_CHARS}]+")
+
+
+def count_words(text: str) -> int:
+    """Words in any script: runs of text between spaces, and each character of a script
+    written without spaces (Chinese, Japanese, Korean), so that a chunk of 160 words is
+    about as long in every language (a full-width mark such as "。" counts as one).
+
+    Examples:
+        >>> count_words("Rent is due on the 1st."), count_words("北京是中国的首都。")
+        (6, 9)
+    """
+    return len(_WORD.findall(text))
 
 
 @lru_cache(maxsize=4096)
@@ -263,11 +280,14 @@ def tokens_in(text: str, where: str, *, share: float = 1.0) -> bool:
 
 
 def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:
-    """Chunks of about ``words`` words on sentence boundaries, ``overlap`` words shared.
+    """Chunks of about ``words`` words (:func:`count_words`) on sentence boundaries,
+    ``overlap`` words shared; a sentence longer than ``words`` is cut at word boundaries.
 
     Examples:
         >>> len(chunk_text("One. Two. Three.", words=2, overlap=0))
         2
+        >>> chunk_text("北京是首都。上海是城市。", words=6, overlap=0)
+        ['北京是首都。', '上海是城市。']
     """
     if words <= overlap:
         raise ValueError("words must exceed overlap")
@@ -276,23 +296,23 @@ def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:
     current: list[str] = []
     size = 0
     for sent in sentences:
-        n = len(sent.split())
+        n = count_words(sent)
         if current and size + n > words:
             chunks.append(" ".join(current))
             # carry the tail sentences (up to `overlap` words) into the next chunk
             tail: list[str] = []
             tail_size = 0
             for s in reversed(current):
-                if tail_size + len(s.split()) > overlap:
+                if tail_size + count_words(s) > overlap:
                     break
                 tail.insert(0, s)
-                tail_size += len(s.split())
+                tail_size += count_words(s)
             current, size = tail, tail_size
         if n > words:  # one enormous sentence: hard-split it
-            ws = sent.split()
+            ws = list(_WORD.finditer(sent))
             for i in range(0, len(ws), words - overlap):
-                piece = ws[i : i + words]
-                chunks.append(" ".join(piece))
+                last = ws[min(i + words, len(ws)) - 1]
+                chunks.append(" ".join(sent[ws[i].start() : last.end()].split()))
             current, size = [], 0
             continue
         current.append(sent)

@@ -46,7 +46,13 @@ from cos_integrations.summarize.questions import (
 )
 from cos_integrations.summarize.result import CoSResult, IterationRecord, QuestionScore
 from cos_integrations.sync import run_sync
-from cos_integrations.text import TokenCounter, complete_sentences, estimate_tokens, split_sections
+from cos_integrations.text import (
+    TokenCounter,
+    complete_sentences,
+    count_words,
+    estimate_tokens,
+    split_sections,
+)
 from cos_integrations.usage import Usage
 
 __all__ = [
@@ -180,10 +186,6 @@ class Evaluation:
 
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
-
-
-def _words(text: str) -> int:
-    return len(text.split())
 
 
 class ChainOfSummaries:
@@ -944,7 +946,7 @@ def select_iteration(iterations: list[IterationRecord]) -> IterationRecord:
         return iterations[0]
     return max(
         candidates,
-        key=lambda it: (score(it), it.train_score or 0.0, -_words(it.summary), -it.index),
+        key=lambda it: (score(it), it.train_score or 0.0, -count_words(it.summary), -it.index),
     )
 
 

@@ -170,3 +170,24 @@ def test_a_reply_that_is_not_json_is_a_miss_with_a_logged_reason(filled, caplog)
         if task == "grounded"
     ]
     assert schemas and all(s and s["name"] == "grounded_answer" for s in schemas)
+
+
+def test_a_chinese_document_is_chunked_by_characters_like_words_elsewhere():
+    """Chunk sizes count a character of a script written without spaces as a word: a
+    Chinese document is several chunks of about the size asked for (it was one chunk,
+    every sentence counting as one word), and one long run without a sentence end is cut
+    into pieces, not kept whole; English and German counts are whitespace words as before."""
+    from cos_integrations.sections import Section
+    from cos_integrations.text import chunk_text, count_words
+
+    sentence = "北京是中国的首都，也是一座历史悠久的城市。"  # 21 characters
+    doc = sentence * 40
+    chunks = chunk_text(doc, words=160, overlap=32)
+    assert len(chunks) >= 5
+    assert all(count_words(c) <= 160 for c in chunks)
+    assert "".join(c.replace(" ", "") for c in chunks).count("北京") > 40  # overlap
+    run = "很" * 500  # no sentence end at all
+    pieces = chunk_text(run, words=160, overlap=32)
+    assert len(pieces) == 4 and all(count_words(p) <= 160 for p in pieces)
+    assert count_words("Die Miete ist am 1. fällig.") == 6
+    assert Section(["标题"], "title", 2, sentence).words == 21  # was 1
