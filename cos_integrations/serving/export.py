@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from cos_integrations.sections import PATH_SEPARATOR
-from cos_integrations.text import split_sentences
+from cos_integrations.text import count_words, split_sentences
 
 if TYPE_CHECKING:
     from cos_integrations.serving.index import CoSIndex
@@ -154,7 +154,7 @@ def page_summary(summaries: list[str], *, max_words: int = 120) -> str:
     words = 0
     for s in summaries:
         first = next(iter(split_sentences(s)), "").strip()
-        n = len(first.split())
+        n = count_words(first)
         if not first or (kept and words + n > max_words):
             continue
         kept.append(first)
