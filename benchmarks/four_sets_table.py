@@ -12,10 +12,13 @@ again) and the unseen test questions before and after refinement. ``--peers`` re
 with the frameworks' own retrievers among its methods (``METHODS=...,parent-doc,raptor``):
 per kind of text, every method's F1, prompt tokens a question, how often the question's
 document was in what the model read, what ingest cost a document (model calls, tokens),
-and the product paired against each method by question.
+and the product paired against each method by question. ``--pair TAG`` compares the
+fallback rows of two runs alone (a run with ``METHODS=fallback``): F1, prompt tokens, hit
+rate and wrong hits of each, paired by question.
 
     python benchmarks/four_sets_table.py [--tag four] [--against base] [--sets squad,...]
     python benchmarks/four_sets_table.py --tag peers --peers
+    python benchmarks/four_sets_table.py --tag k4 --pair four     # fallback rows alone
     python benchmarks/four_sets_table.py --tag refine --traffic
     python benchmarks/four_sets_table.py --tag noam --traffic --traffic-against refine
 """
@@ -171,6 +174,31 @@ def peers_table(tag: str, sets: list[str]) -> None:
             print("| " + " | ".join(cells) + " |")
 
 
+def pair_table(tag: str, other: str, sets: list[str]) -> None:
+    """The fallback rows of two runs side by side (``--pair``)."""
+    header(
+        [
+            "text",
+            f"F1: {tag} / {other}",
+            f"prompt tokens: {tag} / {other}",
+            f"hit rate: {tag} / {other}",
+            f"wrong hits: {tag} / {other}",
+            f"{tag} vs {other} (better / worse)",
+        ]
+    )
+    for dataset in sets:
+        runs = [rows(t, dataset)["fallback"] for t in (tag, other)]
+        cells = [KINDS.get(dataset, dataset)]
+        for field in ("f1", "prompt_tokens"):
+            values = [mean([q.get(field, 0) for q in run.values()]) for run in runs]
+            cells.append(" / ".join(f"{v:.3f}" if field == "f1" else f"{v:.0f}" for v in values))
+        hits = [[q for q in run.values() if q.get("hit")] for run in runs]
+        cells.append(" / ".join(f"{len(h) / len(r):.0%}" for h, r in zip(hits, runs, strict=True)))
+        cells.append(" / ".join(f"{sum(q['f1'] < 0.5 for q in h)} of {len(h)}" for h in hits))
+        cells.append(paired(*runs))
+        print("| " + " | ".join(cells) + " |")
+
+
 def grounded(job: dict) -> bool:
     """Whether a refine job's reading of the source gave an answer that passed the grounding
     checks (the query then joined the document's bank: a repeat can take the answered-miss
@@ -303,11 +331,14 @@ if __name__ == "__main__":
     parser.add_argument("--sets", default=",".join(KINDS))
     parser.add_argument("--traffic", action="store_true", help="a refine-from-traffic run")
     parser.add_argument("--peers", action="store_true", help="every method of one run")
+    parser.add_argument("--pair", metavar="TAG", help="the fallback rows of two runs alone")
     parser.add_argument(
         "--traffic-against", metavar="TAG", help="with --traffic: pair it with another such run"
     )
     args = parser.parse_args()
-    if args.peers:
+    if args.pair:
+        pair_table(args.tag, args.pair, args.sets.split(","))
+    elif args.peers:
         peers_table(args.tag, args.sets.split(","))
     elif args.traffic and args.traffic_against:
         traffic_against(args.tag, args.traffic_against, args.sets.split(","))
