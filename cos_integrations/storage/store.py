@@ -174,7 +174,13 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog):
         self.backend = open_backend(path)
         self.path = str(path) if self.backend.name == "sqlite" else redact_url(str(path))
         self.url = self.backend.url
-        self._migrate(create)
+        try:
+            self._migrate(create)
+        except BaseException:
+            # refused (no schema, a newer one) or failed: nothing keeps the backend, so its
+            # connections (PostgreSQL: a pool and its threads) are closed here
+            self.backend.close()
+            raise
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager

@@ -158,6 +158,27 @@ def test_postgres_without_schema_is_refused_when_not_creating(postgres_url):
         SummaryStore(postgres_url, create=False)
 
 
+def test_a_store_that_cannot_be_opened_leaves_no_connection_pool_behind(postgres_server):
+    import threading
+
+    newer, empty = postgres_server.new_database(), postgres_server.new_database()
+    store = SummaryStore(newer)
+    store.backend.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    store.close()
+    before = set(threading.enumerate())
+    for url, create in ((newer, True), (empty, False)):  # a newer schema; none
+        with pytest.raises(StoreError) as refused:
+            SummaryStore(url, create=create)
+        # the pool the failed open used is closed, its threads stopped, while the error
+        # (and the store in its traceback) is still held: none is left for the garbage
+        # collector (psycopg_pool's __del__ then tries to join its own thread)
+        for thread in set(threading.enumerate()) - before:
+            if thread.name.startswith("cos-store"):
+                thread.join(timeout=2)
+        left = [t.name for t in set(threading.enumerate()) - before if t.name.startswith("cos")]
+        assert not left, (refused.value, left)
+
+
 def cos(*args, env=None):
     return subprocess.run(
         [sys.executable, "-m", "cos_integrations.cli", *args],
