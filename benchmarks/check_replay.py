@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from four_sets_table import KINDS, header, languages, mean, paired, rows
+from four_sets_table import KINDS, header, languages, mean, paired, row, rows
 
 from cos_integrations.metrics import squad_f1
 from cos_integrations.serving.hit_rule import HitRule
@@ -85,7 +85,7 @@ def replay(tag: str, sets: list[str]) -> None:
                 paired(replayed, fb),
                 f"{paired(replayed, ordered)} (run {paired(fb, ordered)})",
             ]
-            print("| " + " | ".join(cells) + " |")
+            row(cells)
 
 
 if __name__ == "__main__":

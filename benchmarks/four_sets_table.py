@@ -80,9 +80,14 @@ def paired(a: dict, b: dict) -> str:
     return f"{better} / {worse}"
 
 
+def row(cells: list[str]) -> None:
+    """One line of a Markdown table."""
+    print("| " + " | ".join(cells) + " |")
+
+
 def header(head: list[str]) -> None:
     """A Markdown table's first two lines."""
-    print("| " + " | ".join(head) + " |")
+    row(head)
     print("|" + "---|" * len(head))
 
 
@@ -126,7 +131,7 @@ def table(tag: str, sets: list[str], against: str | None) -> None:
         if against:
             old = rows(against, dataset)["fallback"]
             cells.append(f"{paired(fb, old)} ({mean([q['f1'] for q in old.values()]):.3f})")
-        print("| " + " | ".join(cells) + " |")
+        row(cells)
 
 
 PEER_NAMES = {
@@ -171,7 +176,7 @@ def peers_table(tag: str, sets: list[str]) -> None:
                 else "0 / 0",
                 "" if method == "fallback" else paired(fb, got),
             ]
-            print("| " + " | ".join(cells) + " |")
+            row(cells)
 
 
 def pair_table(tag: str, other: str, sets: list[str]) -> None:
@@ -196,7 +201,7 @@ def pair_table(tag: str, other: str, sets: list[str]) -> None:
         cells.append(" / ".join(f"{len(h) / len(r):.0%}" for h, r in zip(hits, runs, strict=True)))
         cells.append(" / ".join(f"{sum(q['f1'] < 0.5 for q in h)} of {len(h)}" for h in hits))
         cells.append(paired(*runs))
-        print("| " + " | ".join(cells) + " |")
+        row(cells)
 
 
 def grounded(job: dict) -> bool:
@@ -271,7 +276,7 @@ def traffic_against(tag: str, other: str, sets: list[str]) -> None:
             mean([q.get("prompt_tokens", 0) for q in run[1] + run[3]]) for run in (mine, theirs)
         ]
         cells.append(f"{tokens[0]:.0f} / {tokens[1]:.0f}")
-        print("| " + " | ".join(cells) + " |")
+        row(cells)
 
 
 def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
@@ -321,7 +326,7 @@ def traffic_table(tag: str, sets: list[str], against: str | None) -> None:
             b2 = sum(tb[k]["f1"] > common[k]["f1"] + 1e-9 for k in both)
             w2 = sum(tb[k]["f1"] < common[k]["f1"] - 1e-9 for k in both)
             cells.append(f"{b2} / {w2}")
-        print("| " + " | ".join(cells) + " |")
+        row(cells)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from four_sets_table import KINDS, PEER_NAMES, header, mean, paired, rows
+from four_sets_table import KINDS, PEER_NAMES, header, mean, paired, row, rows
 
 
 def replay(tag: str, miss: str, sets: list[str]) -> None:
@@ -60,7 +60,7 @@ def replay(tag: str, miss: str, sets: list[str]) -> None:
             paired(replayed, rag),
             f"{tokens(fb)} / {tokens(replayed)} / {tokens(rag)}",
         ]
-        print("| " + " | ".join(cells) + " |")
+        row(cells)
 
 
 if __name__ == "__main__":

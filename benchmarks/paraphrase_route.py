@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from four_sets_table import KINDS, RESULTS, header, languages, mean
+from four_sets_table import KINDS, RESULTS, header, languages, mean, row
 
 from cos_integrations.metrics import squad_f1
 from cos_integrations.research.jsonl import read_jsonl
@@ -82,7 +82,7 @@ def main() -> None:
                 f"{mean([a.get('prompt_tokens', 0) for a, _ in pairs]):.0f} / "
                 f"{mean([b.get('prompt_tokens', 0) for _, b in pairs]):.0f}",
             ]
-            print("| " + " | ".join(cells) + " |")
+            row(cells)
 
 
 if __name__ == "__main__":
