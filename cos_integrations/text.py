@@ -303,10 +303,11 @@ def chunk_text(text: str, *, words: int = 160, overlap: int = 30) -> list[str]:
             tail: list[str] = []
             tail_size = 0
             for s in reversed(current):
-                if tail_size + count_words(s) > overlap:
+                m = count_words(s)
+                if tail_size + m > overlap:
                     break
                 tail.insert(0, s)
-                tail_size += count_words(s)
+                tail_size += m
             current, size = tail, tail_size
         if n > words:  # one enormous sentence: hard-split it
             ws = list(_WORD.finditer(sent))
