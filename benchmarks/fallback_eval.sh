@@ -17,5 +17,6 @@ fi
 cos eval --data ../shared/data/squad-v1.1-dev-chunks.jsonl --limit "$N" --local-model "$MODEL" \
   --methods cos,fallback --refine-from-traffic --train-questions 4 --val-questions 3 \
   --iterations 2 --questions-per-iteration 2 --heldout-questions 10 --max-summary-words 120 \
+  --summary-method cos --all-questions \
   --out "$OUT"
 python benchmarks/pack_results.py  # the records, compressed for the repository

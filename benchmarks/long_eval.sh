@@ -15,5 +15,6 @@ python benchmarks/make_long_docs.py --out "$DATA" --articles 4 --covid 4 --max-w
 cos eval --data "$DATA" --limit "$N" --local-model "$MODEL" --context-tokens 12288 \
   --methods "$METHODS" --train-questions 4 --val-questions 3 --iterations 2 \
   --questions-per-iteration 2 --heldout-questions 10 --max-summary-words 200 \
+  --summary-method cos --all-questions \
   --out "$OUT" --plot "${OUT%.json}.png"
 python benchmarks/pack_results.py  # the records, compressed for the repository

@@ -15,5 +15,6 @@ mkdir -p benchmarks/results
 cos eval --data ../shared/data/squad-v1.1-dev-chunks.jsonl --limit "$N" --local-model "$MODEL" \
   --methods "$METHODS" --train-questions 4 --val-questions 3 --iterations 2 \
   --questions-per-iteration 2 --heldout-questions 10 --max-summary-words "${WORDS:-120}" \
+  --summary-method cos --all-questions \
   --out "$OUT" --plot "${OUT%.json}.png"
 python benchmarks/pack_results.py  # the records, compressed for the repository

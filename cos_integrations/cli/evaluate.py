@@ -36,6 +36,7 @@ from cos_integrations.cli.common import (
 )
 from cos_integrations.defaults import (
     DEFAULT_K,
+    DEFAULT_PRESET,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     PresetChoice,
@@ -68,29 +69,35 @@ DistractorsOpt = Annotated[
 MethodsOpt = Annotated[
     str,
     typer.Option(
-        help="Comma-separated methods. Retrieval: fallback, rag, rag-focused, rag-ordered, "
+        help="Comma-separated methods (default: the product beside plain chunk RAG, in "
+        "rank and in document order). Retrieval: fallback, rag, rag-focused, rag-ordered, "
         "rag-contextual, right-doc; peers (the 'peers' extra): doc-summary, raptor, "
-        "multi-vector, parent-doc.",
+        "multi-vector, parent-doc; summary methods: cos, zero-shot, density, content, "
+        "reference, ...",
         rich_help_panel=DATA,
     ),
 ]
 HeldoutOpt = Annotated[
     int, typer.Option(help="Human test questions per doc.", rich_help_panel=DATA)
 ]
-# The summarisers (one CoSConfig):
+# The summarisers (one CoSConfig: the preset, with the options given set over it):
 TrainOpt = Annotated[
-    int, typer.Option(help="Synthetic refinement questions.", rich_help_panel=SUMMARISERS)
+    int | None,
+    typer.Option(help="Synthetic refinement questions.", rich_help_panel=SUMMARISERS),
 ]
 ValOpt = Annotated[
-    int, typer.Option(help="Synthetic validation questions.", rich_help_panel=SUMMARISERS)
+    int | None,
+    typer.Option(help="Synthetic validation questions.", rich_help_panel=SUMMARISERS),
 ]
 IterationsOpt = Annotated[
-    int, typer.Option(help="CoS iterations (i).", rich_help_panel=SUMMARISERS)
+    int | None, typer.Option(help="CoS iterations (i).", rich_help_panel=SUMMARISERS)
 ]
-PerIterationOpt = Annotated[int, typer.Option(help="iq.", rich_help_panel=SUMMARISERS)]
-WordsOpt = Annotated[int, typer.Option(help="Summary length budget.", rich_help_panel=SUMMARISERS)]
+PerIterationOpt = Annotated[int | None, typer.Option(help="iq.", rich_help_panel=SUMMARISERS)]
+WordsOpt = Annotated[
+    int | None, typer.Option(help="Summary length budget.", rich_help_panel=SUMMARISERS)
+]
 ContextOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
         help="Model context; longer documents are split into sections.", rich_help_panel=SUMMARISERS
     ),
@@ -98,9 +105,8 @@ ContextOpt = Annotated[
 PresetOpt = Annotated[
     PresetChoice | None,
     typer.Option(
-        help="A named CoSConfig preset (cos ingest ships tiered) instead of the question "
-        "and iteration options above (--max-summary-words and --context-tokens still "
-        "apply); without it, those options make the config.",
+        help="A named CoSConfig preset (default: tiered, what cos ingest ships; paper: the "
+        "paper's loop); the summariser options above, where given, are set over it.",
         rich_help_panel=SUMMARISERS,
     ),
 ]
@@ -123,9 +129,10 @@ KOpt = Annotated[
     int, typer.Option("--k", min=1, help="rag/fallback: top-k.", rich_help_panel=RETRIEVAL)
 ]
 SummaryMethodOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
-        help="rag/fallback: whose summaries the index holds; several, comma-separated, "
+        help="rag/fallback: whose summaries the index holds (default: the preset's ingest "
+        "strategy, as cos ingest would index); several, comma-separated, "
         "build one index each and one fallback[STRATEGY] row each.",
         rich_help_panel=RETRIEVAL,
     ),
@@ -180,7 +187,12 @@ HitAblationOpt = Annotated[
 TestHalfOpt = Annotated[
     bool,
     typer.Option(
-        help="rag/fallback: ask only the second half of the questions.", rich_help_panel=RETRIEVAL
+        "--test-half/--all-questions",
+        help="rag/fallback/peers: ask only the second half of each document's questions; "
+        "the first half calibrates fallback's threshold, as an index calibrates on the "
+        "questions people asked (--all-questions: every question, the threshold given or "
+        "the uncalibrated default).",
+        rich_help_panel=RETRIEVAL,
     ),
 ]
 AnswerCacheOpt = Annotated[
@@ -203,15 +215,15 @@ def eval_command(
     out: OutOpt = Path("results.json"),
     limit: LimitOpt = None,
     distractors: DistractorsOpt = None,
-    methods: MethodsOpt = "cos,zero-shot,density,reference,content",
-    heldout_questions: HeldoutOpt = 10,
+    methods: MethodsOpt = "fallback,rag,rag-ordered",
+    heldout_questions: HeldoutOpt = 16,
     # the summarisers
-    train_questions: TrainOpt = 10,
-    val_questions: ValOpt = 5,
-    iterations: IterationsOpt = 10,
-    questions_per_iteration: PerIterationOpt = 1,
-    max_summary_words: WordsOpt = 200,
-    context_tokens: ContextOpt = 8192,
+    train_questions: TrainOpt = None,
+    val_questions: ValOpt = None,
+    iterations: IterationsOpt = None,
+    questions_per_iteration: PerIterationOpt = None,
+    max_summary_words: WordsOpt = None,
+    context_tokens: ContextOpt = None,
     preset: PresetOpt = None,
     oracle: OracleOpt = True,
     # the retrieval methods and their hit rule
@@ -230,14 +242,14 @@ def eval_command(
     verify_route: VerifyRouteOpt = None,
     answered_misses: AnsweredMissesOpt = None,
     answered_miss_similarity: ParaphraseOpt = None,
-    summary_method: SummaryMethodOpt = "cos",
+    summary_method: SummaryMethodOpt = None,
     summaries_from: SummariesFromOpt = None,
     deepen: DeepenOpt = None,
     repeat_traffic: RepeatTrafficOpt = False,
     paraphrases: ParaphrasesOpt = True,
     routing_check: RoutingCheckOpt = True,
     hit_ablation: HitAblationOpt = False,
-    test_half: TestHalfOpt = False,
+    test_half: TestHalfOpt = True,
     answer_cache: AnswerCacheOpt = None,
     # the run
     concurrency: ConcurrencyOpt = 1,
@@ -247,12 +259,23 @@ def eval_command(
     local_model: LocalOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Summarise with each method, answer the dataset's held-out questions from each summary."""
+    """The product beside plain chunk RAG on a QA dataset, with the shipped defaults (the
+    tiered ingest's summaries, the measured hit rule, k = 2); or any summary method, retriever
+    or peer named in --methods."""
     setup_logging(verbose)
     docs, extra = _load_documents(data, limit, distractors, heldout_questions)
     if summaries_from is not None and existing(summaries_from) is None:
         _refuse(f"--summaries-from {summaries_from}: no such file (nor {summaries_from}.gz)")
     try:
+        config = _config(
+            preset,
+            context_tokens=context_tokens,
+            max_summary_words=max_summary_words,
+            iterations=iterations,
+            questions_per_iteration=questions_per_iteration,
+            train_questions=train_questions,
+            val_questions=val_questions,
+        )
         retrieval = _retrieval_options(
             k=k,
             levers=rule_levers(
@@ -267,7 +290,7 @@ def eval_command(
                 verify_route=verify_route,
                 answered_miss_similarity=answered_miss_similarity,
             ),
-            summary_method=summary_method,
+            summary_method=summary_method or config.strategy,
             summaries_from=str(summaries_from) if summaries_from else None,
             test_half=test_half,
             hit_ablation=hit_ablation,
@@ -277,15 +300,6 @@ def eval_command(
             routing_check=routing_check,
             refine_teach=refine_teach,
             refine_retarget=refine_retarget,
-        )
-        config = _config(
-            preset,
-            context_tokens=context_tokens,
-            max_summary_words=max_summary_words,
-            iterations=iterations,
-            questions_per_iteration=questions_per_iteration,
-            train_questions=train_questions,
-            val_questions=val_questions,
         )
     except ValueError as exc:
         _refuse(str(exc), exc)
@@ -383,32 +397,21 @@ def _finish(result: dict, plot: Path | None) -> None:
         raise typer.Exit(1)
 
 
-def _config(
-    preset: str | None,
-    *,
-    context_tokens: int,
-    max_summary_words: int,
-    iterations: int,
-    questions_per_iteration: int,
-    train_questions: int,
-    val_questions: int,
-):
-    """The summarisers' config: a named preset (the budget and context still apply), or
-    the question and iteration options; ``ValueError`` when they do not fit."""
+def _config(preset: str | None, **options: int | None):
+    """The summarisers' config: the named preset (default: the shipped one, what ``cos
+    ingest`` summarises with) with the options that were given set over it; ``ValueError``
+    when they do not fit.
+
+    Examples:
+        >>> _config(None, max_summary_words=None).max_summary_words
+        120
+        >>> _config("paper", iterations=2).iterations
+        2
+    """
     from cos_integrations.summarize.config import CoSConfig
 
-    if preset:
-        return CoSConfig.preset(
-            preset_name(preset), context_tokens=context_tokens, max_summary_words=max_summary_words
-        )
-    return CoSConfig(
-        iterations=iterations,
-        questions_per_iteration=questions_per_iteration,
-        train_questions=train_questions,
-        val_questions=val_questions,
-        max_summary_words=max_summary_words,
-        context_tokens=context_tokens,
-    )
+    given = {name: value for name, value in options.items() if value is not None}
+    return CoSConfig.preset(preset_name(preset) or DEFAULT_PRESET, **given)
 
 
 def _print_result(result: dict) -> None:

@@ -244,14 +244,16 @@ class RetrievalEvalOptions(BaseModel):
         "calibrates on its question banks",
     )
     summary_method: str = Field(
-        "cos",
-        description="whose summaries the index holds; several, comma-separated "
-        '("zero-shot,cos"): one index each over the same chunks, and one fallback row '
-        "each, named fallback[STRATEGY]",
+        default_factory=lambda: CoSConfig.shipped().strategy,
+        description="whose summaries the index holds (default: what the shipped ingest "
+        'makes, "zero-shot"); several, comma-separated ("zero-shot,cos"): one index '
+        "each over the same chunks, and one fallback row each, named fallback[STRATEGY]",
     )
     summaries_from: str | None = None
     test_half: bool = Field(
-        False, description="ask only the second half of each document's questions"
+        True,
+        description="ask only the second half of each document's questions (the first "
+        "half calibrates fallback's threshold, as an index calibrates on its questions)",
     )
     refine_teach: RefineTeach = Field(
         DEFAULT_REFINE_TEACH,

@@ -207,6 +207,49 @@ def test_cos_eval_command_over_http(tmp_path):
     assert res.exit_code == 2 and "line 1" in res.output
 
 
+def test_cos_eval_defaults_are_the_shipped_product_beside_chunk_rag(tmp_path):
+    """`cos eval --data` alone measures what ships against what a user would pick instead:
+    fallback, rag and rag-ordered, the shipped ingest's config and summaries, the measured
+    hit rule, k = 2, the first half of each document's questions calibrating the threshold;
+    a summariser option given is set over the preset, not instead of it."""
+    from openai_server import FakeOpenAIServer
+    from typer.testing import CliRunner
+
+    from cos_integrations.cli import app
+    from cos_integrations.defaults import DEFAULT_K
+
+    data = write_dataset(tmp_path / "d.jsonl", n=2)
+    out = tmp_path / "r.json"
+    with FakeOpenAIServer(ScriptedFakeModel(thesis_facts=2)) as server:
+        args = ["eval", "--data", str(data), "--out", str(out), "--base-url", server.base_url]
+        res = CliRunner().invoke(app, [*args, "--model", "fake"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    saved = json.loads(out.read_text())
+    assert set(saved["methods"]) == {"fallback", "rag", "rag-ordered"}
+    assert saved["config"] == CoSConfig.shipped().model_dump(mode="json")
+    retrieval = saved["retrieval"]
+    assert retrieval["summary_method"] == CoSConfig.shipped().strategy == "zero-shot"
+    assert retrieval["test_half"] and retrieval["k"] == DEFAULT_K
+    assert retrieval["rule"]["judge"] == "llm"
+    # each document's first half is not asked (it calibrates), the second half is
+    records = [json.loads(line) for line in out.with_name("r.json.docs.jsonl").open()]
+    asked = {r["doc_id"]: r["questions"] for r in records if r["method"] == "rag"}
+    for doc in load_dataset(data):
+        half = doc.qas[len(doc.qas) // 2 :]
+        assert [q["question"] for q in asked[doc.doc_id]] == [q.question for q in half]
+
+
+def test_cos_eval_options_are_set_over_the_preset():
+    from cos_integrations.cli.evaluate import _config
+
+    assert _config("paper", iterations=2, max_summary_words=None).model_dump() == (
+        CoSConfig.paper(iterations=2).model_dump()
+    )
+    assert _config(None, train_questions=3) == CoSConfig.shipped(train_questions=3)
+    with pytest.raises(ValueError):
+        _config(None, iterations=999)
+
+
 def test_cos_eval_with_distractors_over_http(tmp_path):
     """`cos eval --distractors`: the distractors' summaries print as indexed (no F1), the
     table counts the questioned documents, and a --distractors file that repeats a --data
@@ -379,9 +422,9 @@ def test_summaries_from_a_recorded_run_must_cover_every_document(tmp_path):
 
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     recorded = tmp_path / "old.docs.jsonl"
-    recorded.write_text(json.dumps({"doc_id": "d0", "method": "cos", "summary": "x"}) + "\n")
-    opts = RetrievalEvalOptions(summaries_from=str(recorded))
-    with pytest.raises(ValueError, match="no 'cos' summary for \\['d1'\\]"):
+    recorded.write_text(json.dumps({"doc_id": "d0", "method": "zero-shot", "summary": "x"}) + "\n")
+    opts = RetrievalEvalOptions(summaries_from=str(recorded))  # the shipped ingest's summaries
+    with pytest.raises(ValueError, match="no 'zero-shot' summary for \\['d1'\\]"):
         asyncio.run(
             run_eval(
                 ScriptedFakeModel(),
