@@ -14,11 +14,14 @@ per kind of text, every method's F1, prompt tokens a question, how often the que
 document was in what the model read, what ingest cost a document (model calls, tokens),
 and the product paired against each method by question. ``--pair TAG`` compares the
 fallback rows of two runs alone (a run with ``METHODS=fallback``): F1, prompt tokens, hit
-rate and wrong hits of each, paired by question.
+rate and wrong hits of each, paired by question. ``--chunks-from TAG`` prints the first
+table for such a run, its ``rag`` and ``rag-ordered`` rows read from the run named (the same
+questions and chunks).
 
     python benchmarks/four_sets_table.py [--tag four] [--against base] [--sets squad,...]
     python benchmarks/four_sets_table.py --tag peers --peers
     python benchmarks/four_sets_table.py --tag k4 --pair four     # fallback rows alone
+    python benchmarks/four_sets_table.py --tag scorechunk --chunks-from four --against score
     python benchmarks/four_sets_table.py --tag refine --traffic
     python benchmarks/four_sets_table.py --tag noam --traffic --traffic-against refine
 """
@@ -91,7 +94,7 @@ def header(head: list[str]) -> None:
     print("|" + "---|" * len(head))
 
 
-def table(tag: str, sets: list[str], against: str | None) -> None:
+def table(tag: str, sets: list[str], against: str | None, chunks_from: str | None = None) -> None:
     head = [
         "text",
         "questions",
@@ -109,7 +112,8 @@ def table(tag: str, sets: list[str], against: str | None) -> None:
     header(head)
     for dataset in sets:
         runs = rows(tag, dataset)
-        fb, rag, ordered = runs["fallback"], runs["rag"], runs["rag-ordered"]
+        chunks = rows(chunks_from, dataset) if chunks_from else runs
+        fb, rag, ordered = runs["fallback"], chunks["rag"], chunks["rag-ordered"]
         hits = [k for k, q in fb.items() if q.get("hit")]
         wrong = [k for k in hits if fb[k]["f1"] < 0.5]
         lost = sum(k in rag and rag[k]["f1"] >= 0.5 for k in wrong)
@@ -338,6 +342,9 @@ if __name__ == "__main__":
     parser.add_argument("--peers", action="store_true", help="every method of one run")
     parser.add_argument("--pair", metavar="TAG", help="the fallback rows of two runs alone")
     parser.add_argument(
+        "--chunks-from", metavar="TAG", help="the rag and rag-ordered rows from this run"
+    )
+    parser.add_argument(
         "--traffic-against", metavar="TAG", help="with --traffic: pair it with another such run"
     )
     args = parser.parse_args()
@@ -350,4 +357,4 @@ if __name__ == "__main__":
     elif args.traffic:
         traffic_table(args.tag, args.sets.split(","), args.against)
     else:
-        table(args.tag, args.sets.split(","), args.against)
+        table(args.tag, args.sets.split(","), args.against, args.chunks_from)

@@ -366,7 +366,7 @@ def _print_answer(reply: str | None, res: RetrievalResult) -> None:
     console.print(f"answer: {escape(reply or 'not found in the index')}")
     for citation in res.citations[:1] if reply else []:
         console.print(f"source: {escape(str(citation))}")
-    kind = "summaries" if res.hit else "source chunks"
+    kind = "passages of the hit context" if res.hit else "source chunks"
     console.print(f"context: {len(res.items)} {kind}, ~{res.context_tokens} tokens")
 
 

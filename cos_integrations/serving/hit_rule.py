@@ -49,6 +49,7 @@ from cos_integrations.defaults import (
     CALIBRATION_QUANTILE,
     DEFAULT_ANSWERED_MISSES,
     DEFAULT_HIT_CONTEXT,
+    DEFAULT_SCORE_HIT_CONTEXT,
     FOCUS_SENTENCES,
     HitContext,
     Judge,
@@ -129,8 +130,8 @@ class HitRule(BaseModel):
         description='what the judge reads and a hit returns: "summaries" (those that clear '
         'the threshold), "best", "best+chunk" (the best summary and its document\'s best '
         'chunk) or "focused" (their sentence windows closest to the query); None: "focused" '
-        'with the model judge, "summaries" without (a similarity hit returns the top-k '
-        "summaries)",
+        'with the model judge, "best+chunk" with the similarity alone (measured: '
+        "defaults.DEFAULT_SCORE_HIT_CONTEXT)",
     )
     focus_sentences: int = Field(
         FOCUS_SENTENCES,
@@ -181,7 +182,7 @@ class HitRule(BaseModel):
         """The hit context in force (``hit_context``, or its default for the judge)."""
         if self.hit_context is not None:
             return self.hit_context
-        return DEFAULT_HIT_CONTEXT if self.judge == "llm" else "summaries"
+        return DEFAULT_HIT_CONTEXT if self.judge == "llm" else DEFAULT_SCORE_HIT_CONTEXT
 
     @property
     def routes(self) -> bool:

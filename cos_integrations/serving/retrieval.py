@@ -481,7 +481,7 @@ class FallbackRetriever:
         if not candidates:
             return RetrievalResult(query, False, [], "empty index")
         spent = Usage()
-        decision = await self._answered_miss(query, candidates, embedding, rule)
+        decision = await self._answered_miss(query, candidates, embedding, rule, k)
         if decision is not None:
             await self._judge(query, decision, embedding, llm or self.llm, rule)
             if not decision.hit and decision.checks.get("paraphrase"):
@@ -491,7 +491,7 @@ class FallbackRetriever:
             decision = await self._route(query, candidates, embedding, k, rule)
             if not decision.reason:
                 relevant = [c for c in candidates if c.score >= self.threshold]
-                await self._build_context(query, decision, relevant, embedding, rule)
+                await self._build_context(query, decision, relevant, embedding, rule, k)
             if decision.context:
                 await self._judge(query, decision, embedding, llm or self.llm, rule)
         decision.usage.add(spent)
@@ -505,7 +505,12 @@ class FallbackRetriever:
         return embedding, self.index.search_summaries(query, k, embedding=embedding)
 
     async def _answered_miss(
-        self, query: str, candidates: list[SearchHit], embedding: list[float], rule: HitRule
+        self,
+        query: str,
+        candidates: list[SearchHit],
+        embedding: list[float],
+        rule: HitRule,
+        k: int,
     ) -> Decision | None:
         """A query that missed before and whose answer a refine job then found in a
         document's source (``rule.answered_misses``, judge ``"llm"``): that document's
@@ -528,7 +533,7 @@ class FallbackRetriever:
         if best is None:  # deleted, or not indexed yet
             return None
         decision = Decision(doc_id=doc_id, known_answers=answers)
-        await self._build_context(query, decision, [best], embedding, rule)
+        await self._build_context(query, decision, [best], embedding, rule, k)
         evidence = await offload(self._evidence, doc_id, answers, best.score, embedding)
         if evidence is not None:
             decision.context = [evidence, *(h for h in decision.context if h.text != evidence.text)]
@@ -594,24 +599,35 @@ class FallbackRetriever:
         relevant: list[SearchHit],
         embedding: list[float],
         rule: HitRule,
+        k: int,
     ) -> None:
         """What the judge reads and a hit returns (``rule.context``) from ``relevant``, the
         summaries it may use, best first; the collection's top chunks, when the routing
         check searched them, spare a second search (their first is then the best summary's
-        document's best chunk)."""
+        document's best chunk). ``"best+chunk"`` is ``k`` passages, as a retriever's ``k``
+        promises: the best summary and its document's ``k - 1`` best chunks (the
+        collection's next ones when it has fewer); at ``k = 1`` its best chunk alone."""
         threshold = self.threshold
         best, top = relevant[0], decision.top
+        wanted = max(k - 1, 1) if rule.context == "best+chunk" else 1
         if rule.context == "summaries":
             full = relevant
         elif rule.context == "best":
             full = [best]
-        elif top and top[0].doc_id == best.doc_id:
+        elif wanted == 1 and top and top[0].doc_id == best.doc_id:
             full = [best, top[0]]
         else:
-            chunk = await offload(
-                self._best_chunk, query, best.doc_id, embedding, best.metadata.get("cos_chunks")
+            chunks = await offload(
+                self._best_chunks,
+                query,
+                best.doc_id,
+                embedding,
+                best.metadata.get("cos_chunks"),
+                wanted,
             )
-            full = [best, *chunk]
+            full = [best, *chunks]
+        if rule.context == "best+chunk":
+            full = full[:k] if k > 1 else full[1:2] or full[:1]
         decision.full = decision.context = full
         if rule.context == "focused":
             decision.context = await offload(
@@ -699,19 +715,29 @@ class FallbackRetriever:
             quote=decision.quote,
         )
 
-    def _best_chunk(
-        self, query: str, doc_id: str, embedding: list[float], count: int | None = None
+    def _best_chunks(
+        self,
+        query: str,
+        doc_id: str,
+        embedding: list[float],
+        count: int | None = None,
+        n: int = 1,
     ) -> list[SearchHit]:
-        """The source chunk of ``doc_id`` closest to the query (chunk vectors, read by id
-        when ``count`` says how many, or the stored text chunked now when the index has
-        none); empty when the document has no text."""
+        """The ``n`` source chunks of ``doc_id`` closest to the query (chunk vectors, read by
+        id when ``count`` says how many, or the stored text chunked now when the index has
+        none); past one, topped up with the collection's closest chunks when the document
+        has fewer; empty when the document has no text."""
         counts = {doc_id: int(count)} if isinstance(count, int) and count > 0 else None
         chunks = self.index.search_chunks(
-            query, 1, doc_ids=[doc_id], embedding=embedding, chunk_counts=counts
+            query, n, doc_ids=[doc_id], embedding=embedding, chunk_counts=counts
         )
         if not chunks:
-            chunks = self.index.rank_stored_text(query, 1, doc_ids=[doc_id], embedding=embedding)
-        return chunks[:1]
+            chunks = self.index.rank_stored_text(query, n, doc_ids=[doc_id], embedding=embedding)
+        if n > 1 and len(chunks) < n:
+            seen = {h.id for h in chunks}
+            more = self.index.search_chunks(query, n + len(chunks), embedding=embedding)
+            chunks += [h for h in more if h.id not in seen]
+        return chunks[:n]
 
     def _checks(
         self, reply: GroundedReply, query: str, context: list[SearchHit], rule: HitRule

@@ -21,7 +21,7 @@ def test_defaults_follow_from_the_judge():
     assert HitRule().for_model(False) == HitRule(judge="score")
     score, llm = HitRule(), HitRule(judge="llm")
     grounded = ["answered", "quoted", "in_quote", "not_echo", "in_source"]
-    assert (score.context, score.routes, score.required_checks()) == ("summaries", False, grounded)
+    assert (score.context, score.routes, score.required_checks()) == ("best+chunk", False, grounded)
     assert (llm.context, llm.routes) == ("focused", True)
     assert HitRule(judge="llm", hit_context="best").context == "best"
     assert score.calibration_quantile == CALIBRATION_QUANTILE
@@ -193,18 +193,31 @@ def test_each_step_of_aretrieve_on_its_own(filled):
     under = asyncio.run(high._route(q, cands, emb, 2, high.rule))
     assert under.reason.startswith("best similarity") and under.top is None
     # the hit context: focused sentences of the best summary and its chunk
-    asyncio.run(ret._build_context(q, routed, cands, emb, rule))
+    asyncio.run(ret._build_context(q, routed, cands, emb, rule, 2))
     assert routed.context and all(h.metadata.get("cos_focused") for h in routed.context)
     assert [h.kind for h in routed.full] == ["summary", "chunk"] and not routed.hit
     # the judge: the model's answer and the rule's checks decide
     asyncio.run(ret._judge(q, routed, emb, model, rule))
     assert routed.hit and routed.judge_answer == "value 1b" and routed.checks["quoted"]
     assert routed.quote == "The garden item 1 is value 1b."
-    # a similarity-only rule: the context decides, no model call
+    # a similarity-only rule: the context decides, no model call; it is the best summary
+    # and its document's best chunks, k in all ("summaries": those over the threshold)
     before = len(model.calls)
     scored = Decision()
-    asyncio.run(ret._build_context(q, scored, cands, emb, HitRule(threshold=0.0, judge="score")))
-    assert scored.hit and scored.context == [c for c in cands if c.score >= 0.0]
+    rule = HitRule(threshold=0.0, judge="score")
+    asyncio.run(ret._build_context(q, scored, cands, emb, rule, 2))
+    assert scored.hit and [(h.kind, h.doc_id) for h in scored.context] == [
+        ("summary", "garden"),
+        ("chunk", "garden"),
+    ]
+    wide = Decision()
+    asyncio.run(ret._build_context(q, wide, cands, emb, HitRule(judge="score"), 3))
+    assert [h.kind for h in wide.context] == ["summary", "chunk", "chunk"]
+    assert len({h.id for h in wide.context}) == 3
+    summaries = Decision()
+    rule = HitRule(threshold=0.0, judge="score", hit_context="summaries")
+    asyncio.run(ret._build_context(q, summaries, cands, emb, rule, 2))
+    assert summaries.hit and summaries.context == [c for c in cands if c.score >= 0.0]
     assert len(model.calls) == before
 
 
@@ -221,7 +234,7 @@ def test_the_routing_check_can_be_switched_off_to_measure_it(filled):
     routed = asyncio.run(off._route(q, cands, emb, 2, off.rule))
     assert routed.reason == "" and routed.top is None and "routed" not in routed.checks
     # the best chunk is then searched for the hit context, in the best summary's document
-    asyncio.run(off._build_context(q, routed, cands, emb, off.rule))
+    asyncio.run(off._build_context(q, routed, cands, emb, off.rule, 2))
     assert [h.kind for h in routed.full] == ["summary", "chunk"]
     assert routed.full[1].doc_id == cands[0].doc_id
     assert off.retrieve(q).hit

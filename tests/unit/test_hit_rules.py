@@ -162,8 +162,9 @@ def test_defaults_follow_the_measurement(filled):
     assert judged.rule.context == "focused" and judged.rule.routes
     # the index's threshold: 0.80 until it knows 10 questions people asked (calibration)
     assert judged.threshold == index.threshold == DEFAULT_THRESHOLD == 0.80
-    # without a model judge a hit is the top-k summaries, as a retriever's k promises
-    assert FallbackRetriever(index).rule.context == "summaries"
+    # without a model judge a hit is the best summary and its document's best chunks, k in
+    # all, as a retriever's k promises (BENCHMARKS.md, "Without a model")
+    assert FallbackRetriever(index).rule.context == "best+chunk"
     assert not FallbackRetriever(index).rule.routes
     # on the default rule a fact only the source has is a hit from its chunk
     res = FallbackRetriever(index, llm=model, rule=HitRule(judge="llm", threshold=0.1)).retrieve(

@@ -139,13 +139,17 @@ def test_add_documents_is_idempotent_and_replaces_changed(retriever):
     )
 
 
-def test_hit_returns_k_summaries_and_k_from_invoke(retriever):
+def test_a_similarity_hit_returns_the_best_summary_and_its_chunks_k_in_all(retriever):
     out = retriever.invoke("What is the garden item 1?")
     assert len(out) == 2 and all(d.metadata["cos_hit"] is True for d in out)
-    assert all(d.metadata["cos_kind"] == "summary" for d in out)
+    summary, chunk = out
+    assert (summary.metadata["cos_kind"], chunk.metadata["cos_kind"]) == ("summary", "chunk")
+    assert chunk.metadata["doc_id"] == summary.metadata["doc_id"]  # the summary's document
     assert len(retriever.invoke("What is the garden item 1?", k=3)) == 3
     assert len({d.id for d in retriever.invoke("x", k=4)}) == 4
-    assert retriever.hits == 3
+    (alone,) = retriever.invoke("What is the garden item 1?", k=1)
+    assert alone.metadata["cos_kind"] == "chunk"  # at k = 1 the chunk, which holds the facts
+    assert retriever.hits == 4
 
 
 def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
