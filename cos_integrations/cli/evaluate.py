@@ -460,9 +460,13 @@ def _print_result(result: dict) -> None:
         console.print(table)
     rows = retrieval_table(result["methods"])
     if rows:
-        side = Table(*RETRIEVAL_COLUMNS, title="retrieval, per question")
-        for row in rows:
-            side.add_row(*(escape(c) for c in row))
+        # one column a method, one row a measure (those some method has): it reads at any
+        # width, where the 17 measures side by side did not fit a terminal
+        side = Table("", *(escape(row[0]) for row in rows), title="retrieval, per question")
+        for i, measure in enumerate(RETRIEVAL_COLUMNS[1:], 1):
+            cells = [row[i] for row in rows]
+            if any(cells):
+                side.add_row(measure, *(escape(c) for c in cells))
         console.print(side)
     ablation = ablation_table(result["methods"])
     if ablation:

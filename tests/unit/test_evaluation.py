@@ -224,6 +224,9 @@ def test_cos_eval_defaults_are_the_shipped_product_beside_chunk_rag(tmp_path):
         args = ["eval", "--data", str(data), "--out", str(out), "--base-url", server.base_url]
         res = CliRunner().invoke(app, [*args, "--model", "fake"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
+    # the printed table has a column a method, a row a measure: whole at 80 characters
+    table = res.output[res.output.index("retrieval, per question") :]
+    assert all(name in table for name in ("rag-ordered", "fallback", "hit rate", "prompt tok/q"))
     saved = json.loads(out.read_text())
     assert set(saved["methods"]) == {"fallback", "rag", "rag-ordered"}
     assert saved["config"] == CoSConfig.shipped().model_dump(mode="json")
