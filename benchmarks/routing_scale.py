@@ -98,7 +98,7 @@ def du(path: Path) -> int:
 # the hit rules timed (no model judge: ``judge="score"``, every query over threshold 0)
 RULES = {
     # the similarity decides, the top-k summaries are the hit context
-    "score": HitRule(judge="score", threshold=0.0),
+    "score": HitRule(judge="score", threshold=0.0, hit_context="summaries"),
     # + the hit document's best chunk, its chunk vectors read by id
     "chunk": HitRule(judge="score", threshold=0.0, hit_context="best+chunk"),
     # + the product's routing check: a search of the whole chunk collection must agree

@@ -31,6 +31,8 @@ __all__ = [
     "DEFAULT_K",
     "DEFAULT_HIT_CONTEXT",
     "DEFAULT_SCORE_HIT_CONTEXT",
+    "DEPRECATED_HIT_CONTEXT",
+    "DEPRECATED_HIT_CONTEXT_NOTE",
     "DEFAULT_ANSWERED_MISSES",
     "FOCUS_SENTENCES",
     "PRESET_NAMES",
@@ -69,6 +71,14 @@ DEFAULT_HIT_CONTEXT: HitContext = "focused"  # with the model judge (judge="llm"
 # 0.665, 0.343 -> 0.650, 0.214 -> 0.316, 0.179 -> 0.568, paired 12 / 3, 17 / 3, 15 / 5,
 # 17 / 1; "focused" won on encyclopedia text alone.
 DEFAULT_SCORE_HIT_CONTEXT: HitContext = "best+chunk"
+# hit_context="best" (the best summary alone): behind the other reads with both judges on
+# the four sets ("What the judge reads", "Without a model"); it works, with a warning, until 0.3
+DEPRECATED_HIT_CONTEXT = "best"
+DEPRECATED_HIT_CONTEXT_NOTE = (
+    'hit_context="best" is deprecated: the best summary alone answered worse than the '
+    'other reads with both judges (BENCHMARKS.md); it goes in 0.3. "best+chunk" adds its '
+    'document\'s best chunk, "summaries" with k=1 returns the best summary'
+)
 # HitRule.answered_misses: a query asked again after it missed, whose answer a refine job
 # found in a document's source (the query joined that document's bank, origin "miss"),
 # goes to that document past the threshold and the routing check, with the source sentence

@@ -12,7 +12,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cos_integrations.defaults import DEPRECATED_PRESETS, HitContext, Judge, RefineTeach
+from cos_integrations.defaults import (
+    DEPRECATED_HIT_CONTEXT,
+    DEPRECATED_HIT_CONTEXT_NOTE,
+    DEPRECATED_PRESETS,
+    HitContext,
+    Judge,
+    RefineTeach,
+)
 
 __all__ = [
     "preset_name",
@@ -101,7 +108,8 @@ JudgeOpt = Annotated[
 HitContextOpt = Annotated[
     HitContext | None,
     typer.Option(
-        help="What the judge reads (default: focused with --judge llm, else summaries).",
+        help="What the judge reads and a hit returns (default: focused with --judge llm, "
+        "best+chunk with --judge score).",
         rich_help_panel=HIT_RULE,
     ),
 ]
@@ -244,6 +252,8 @@ def rule_levers(
     ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value);
     the deprecated ones (``reject_echo=`` ...) are warned about and dropped."""
     warn_deprecated(**deprecated)
+    if hit_context == DEPRECATED_HIT_CONTEXT:
+        err.print(f"[yellow]warning:[/] --hit-context {escape(DEPRECATED_HIT_CONTEXT_NOTE)}")
     return {
         "judge": judge,
         "threshold": threshold,

@@ -50,6 +50,8 @@ from cos_integrations.defaults import (
     DEFAULT_ANSWERED_MISSES,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_SCORE_HIT_CONTEXT,
+    DEPRECATED_HIT_CONTEXT,
+    DEPRECATED_HIT_CONTEXT_NOTE,
     FOCUS_SENTENCES,
     HitContext,
     Judge,
@@ -128,10 +130,10 @@ class HitRule(BaseModel):
     hit_context: HitContext | None = Field(
         None,
         description='what the judge reads and a hit returns: "summaries" (those that clear '
-        'the threshold), "best", "best+chunk" (the best summary and its document\'s best '
-        'chunk) or "focused" (their sentence windows closest to the query); None: "focused" '
-        'with the model judge, "best+chunk" with the similarity alone (measured: '
-        "defaults.DEFAULT_SCORE_HIT_CONTEXT)",
+        'the threshold), "best" (deprecated), "best+chunk" (the best summary and its '
+        'document\'s best chunk) or "focused" (their sentence windows closest to the '
+        'query); None: "focused" with the model judge, "best+chunk" with the similarity '
+        "alone (measured: defaults.DEFAULT_SCORE_HIT_CONTEXT)",
     )
     focus_sentences: int = Field(
         FOCUS_SENTENCES,
@@ -159,6 +161,8 @@ class HitRule(BaseModel):
                 stacklevel=4,
             )
             data = {k: v for k, v in data.items() if k not in DEPRECATED_RULE_FIELDS}
+        if isinstance(data, dict) and data.get("hit_context") == DEPRECATED_HIT_CONTEXT:
+            warnings.warn(DEPRECATED_HIT_CONTEXT_NOTE, DeprecationWarning, stacklevel=4)
         return data
 
     def for_model(self, has_model: bool) -> HitRule:

@@ -23,7 +23,8 @@ def test_defaults_follow_from_the_judge():
     grounded = ["answered", "quoted", "in_quote", "not_echo", "in_source"]
     assert (score.context, score.routes, score.required_checks()) == ("best+chunk", False, grounded)
     assert (llm.context, llm.routes) == ("focused", True)
-    assert HitRule(judge="llm", hit_context="best").context == "best"
+    with pytest.warns(DeprecationWarning, match='hit_context="best" is deprecated'):
+        assert HitRule(judge="llm", hit_context="best").context == "best"  # works until 0.3
     assert score.calibration_quantile == CALIBRATION_QUANTILE
     assert all(f.description for f in HitRule.model_fields.values())
     assert len(HitRule.model_fields) <= 6  # issue 43: at most six levers
@@ -157,7 +158,8 @@ def test_legacy_keywords_still_work_with_a_warning(filled):
         both = FallbackRetriever(
             index, llm=model, rule=HitRule(judge="llm"), hit_context="best", verify_route=False
         )
-    assert both.rule == HitRule(judge="llm", hit_context="best")  # verify_route: ignored
+    with pytest.warns(DeprecationWarning, match='hit_context="best"'):
+        assert both.rule == HitRule(judge="llm", hit_context="best")  # verify_route: ignored
     with pytest.raises(TypeError, match="no_such"):
         FallbackRetriever(index, no_such=1)
     with pytest.raises(ValueError, match="needs llm"):
@@ -253,6 +255,23 @@ def test_the_cli_levers_reach_every_rule_field_they_name():
     assert set(levers) <= set(HIT_RULE_FIELDS)
     kept = rule.with_options(**rule_levers(None, None, None))
     assert kept == rule and kept.answered_misses is True  # the default
+
+
+def test_the_best_summary_alone_is_deprecated_and_still_works(capsys):
+    """hit_context="best" lost with both judges on the four sets: a warning (the rule, and a
+    line from the CLI's levers), the same read until it goes."""
+    from cos_integrations.cli.common import rule_levers
+
+    levers = rule_levers(None, None, "best")
+    assert 'hit_context="best" is deprecated' in " ".join(capsys.readouterr().err.split())
+    with pytest.warns(DeprecationWarning, match="goes in 0.3"):
+        rule = HitRule(judge="score").with_options(**levers)
+    assert rule.context == "best"
+    rule_levers(None, None, "best+chunk")
+    assert capsys.readouterr().err == ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert HitRule(hit_context="best+chunk").context == "best+chunk"
 
 
 def test_numbers_ground_and_agree_as_written():

@@ -49,7 +49,8 @@ def test_hit_context_best_and_best_plus_chunk(filled):
     index, model = filled
     q = "What is the garden item 6?"  # only in the source, not in the 2-fact summary
     assert not judge(index, model).retrieve(q).hit
-    best = judge(index, model, hit_context="best").retrieve("What is the garden item 1?")
+    with pytest.warns(DeprecationWarning, match='hit_context="best"'):
+        best = judge(index, model, hit_context="best").retrieve("What is the garden item 1?")
     assert best.hit and [h.kind for h in best.items] == ["summary"]
     both = judge(index, model, hit_context="best+chunk").retrieve(q)
     assert both.hit and both.answer == "value 6g"

@@ -174,7 +174,8 @@ def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
     retriever.rule = HitRule(threshold=0.0, judge="score")
     assert retriever.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is True
     assert (retriever.hits, retriever.misses) == (1, 1)
-    retriever.rule = HitRule(threshold=0.0, judge="score", hit_context="best")
+    with pytest.warns(DeprecationWarning, match='hit_context="best"'):
+        retriever.rule = HitRule(threshold=0.0, judge="score", hit_context="best")
     assert len(retriever.invoke("What is the garden item 1?")) == 1
     assert (retriever.hits, retriever.misses) == (2, 1)
 
