@@ -3,9 +3,12 @@
 of the questions the judge was asked), a judged question below it becomes a miss - its
 answer and prompt tokens those of ``rag`` on the same question (a miss reads the same top
 chunks) - and every other question keeps its record. Prints F1, prompt tokens against
-rag's, hits and wrong hits (F1 < 0.5) per set and bar.
+rag's, hits and wrong hits (F1 < 0.5) per set and bar. With the similarity-only rule
+(``--judge score`` runs) every question over the threshold is a hit and is replayed the same
+way; ``--chunks-from TAG`` reads the rag rows of another run of the same questions.
 
     python benchmarks/threshold_replay.py [--tag four]
+    python benchmarks/threshold_replay.py --tag scorechunk --chunks-from four
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from four_sets_table import KINDS, mean, rows
 PERCENTILES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-def replay(tag: str) -> None:
+def replay(tag: str, chunks_from: str | None = None) -> None:
     print("| text | bar (percentile) | F1 | prompt tokens vs rag | hits | wrong hits |")
     print("|---|---|---|---|---|---|")
     for dataset, kind in KINDS.items():
         runs = rows(tag, dataset)
-        fb, rag = runs["fallback"], runs["rag"]
-        judged = [k for k, q in fb.items() if "answered" in (q.get("checks") or {})]
+        fb, rag = runs["fallback"], rows(chunks_from or tag, dataset)["rag"]
+        # the questions past the threshold: judged by the model, or hits on similarity alone
+        judged = [k for k, q in fb.items() if "answered" in (q.get("checks") or {}) or q["hit"]]
         scores = np.array([fb[k]["best_score"] for k in judged])
         rag_tokens = mean([rag[k]["prompt_tokens"] for k in fb])
         for pct in PERCENTILES:
@@ -48,4 +52,6 @@ def replay(tag: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tag", default="four")
-    replay(parser.parse_args().tag)
+    parser.add_argument("--chunks-from", metavar="TAG", help="the rag rows from this run")
+    args = parser.parse_args()
+    replay(args.tag, args.chunks_from)
