@@ -367,11 +367,16 @@ def _run(docs: list, run: dict, *, model, base_url, local_model) -> dict:
         if describe_choice(model, base_url, local_model) != "endpoint":
             # the embedded server's port changes per run; the name must not, or resume breaks
             name = f"{getattr(llm, 'model', name)} (embedded)"
+        # the bar counts the rows asked for, each questioned document's (a fallback row a
+        # summary strategy); the index's own summaries and the distractors' print, uncounted
+        methods, questioned = run["methods"], {d.doc_id for d in docs}
+        rows = len(methods) - 1 + (len(run["retrieval"].sources) if "fallback" in methods else 1)
         with progress_bar() as progress:
-            task = progress.add_task("evaluating", total=len(docs) * len(run["methods"]))
+            task = progress.add_task("evaluating", total=len(docs) * rows)
 
             def tick(rec: dict) -> None:
-                progress.advance(task)
+                if rec["doc_id"] in questioned and rec["method"].split("[")[0] in methods:
+                    progress.advance(task)
                 f1 = rec.get("heldout_f1")
                 # a distractor's summary is indexed, never scored
                 said = "indexed" if f1 is None else f"F1 {f1:.3f}"

@@ -224,6 +224,8 @@ def test_cos_eval_defaults_are_the_shipped_product_beside_chunk_rag(tmp_path):
         args = ["eval", "--data", str(data), "--out", str(out), "--base-url", server.base_url]
         res = CliRunner().invoke(app, [*args, "--model", "fake"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
+    # the bar counts the rows asked for (2 documents x 3 methods), not the index's summaries
+    assert "6/6" in res.output and "8/6" not in res.output, res.output
     # the printed table has a column a method, a row a measure: whole at 80 characters
     table = res.output[res.output.index("retrieval, per question") :]
     assert all(name in table for name in ("rag-ordered", "fallback", "hit rate", "prompt tok/q"))
