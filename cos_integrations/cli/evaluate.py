@@ -41,7 +41,7 @@ from cos_integrations.defaults import (
     DEFAULT_REFINE_TEACH,
     PresetChoice,
 )
-from cos_integrations.research.jsonl import existing
+from cos_integrations.research.jsonl import existing, read_jsonl
 
 __all__ = ["app"]
 
@@ -266,6 +266,12 @@ def eval_command(
     docs, extra = _load_documents(data, limit, distractors, heldout_questions)
     if summaries_from is not None and existing(summaries_from) is None:
         _refuse(f"--summaries-from {summaries_from}: no such file (nor {summaries_from}.gz)")
+    for flag, path in (("--summaries-from", summaries_from), ("--answer-cache", answer_cache)):
+        try:  # read before the model starts: a bad line is said now, not after the summaries
+            if path is not None:
+                read_jsonl(path)
+        except (ValueError, OSError) as exc:
+            _refuse(f"{flag}: {exc}", exc)
     try:
         config = _config(
             preset,

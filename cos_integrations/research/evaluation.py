@@ -116,25 +116,41 @@ def load_dataset(
     ``questions=False`` reads distractors: documents that are indexed and never asked
     about (their ``qas``, if any, are dropped)."""
     docs: list[EvalDoc] = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    seen: dict[str, int] = {}  # doc_id -> its line: a second one would replace it in the index
+    if not Path(path).is_file():
+        what = "is a directory" if Path(path).is_dir() else "no such file"
+        raise DatasetError(f"{path}: {what}; --data takes a JSONL file, a document a line")
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(
+                    f"{path}, line {number}: not UTF-8 text (byte {exc.start + 1})"
+                ) from None
             if not line.strip():
                 continue
             try:
                 doc = EvalDoc.model_validate_json(line)
-                if questions and not doc.qas:
-                    raise DatasetError(f"{path}, line {number}: qas: no question")
-                if not questions:
-                    doc.qas = []
-                for qa in doc.qas:
-                    qa.language = doc.language
-                docs.append(doc)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(x) for x in first.get("loc", ()))
                 raise DatasetError(
                     f"{path}, line {number}: {where or 'line'}: {first['msg']}"
                 ) from None
+            if questions and not doc.qas:
+                raise DatasetError(f"{path}, line {number}: qas: no question")
+            if doc.doc_id in seen:
+                raise DatasetError(
+                    f"{path}, line {number}: doc_id {doc.doc_id!r} is line {seen[doc.doc_id]}'s "
+                    "too (each document needs its own)"
+                )
+            seen[doc.doc_id] = number
+            if not questions:
+                doc.qas = []
+            for qa in doc.qas:
+                qa.language = doc.language
+            docs.append(doc)
             if limit and len(docs) >= limit:
                 break
     if not docs:

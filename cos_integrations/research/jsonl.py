@@ -50,8 +50,12 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         return []
     opener = gzip.open if found.suffix == ".gz" else open
     records = []
-    with opener(found, "rt", encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    with opener(found, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{found}, line {number}: not UTF-8 text") from exc
             if not line.strip():
                 continue
             try:

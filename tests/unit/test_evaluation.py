@@ -57,6 +57,26 @@ def test_load_dataset_validates_with_line_numbers(tmp_path):
         load_dataset(broken)
 
 
+def test_load_dataset_refuses_what_it_would_lose(tmp_path):
+    """A second line with the same doc_id would replace the first in the index, and bytes
+    that are not UTF-8 or a path that is not a file must be a DatasetError naming them, not
+    a traceback (cos eval prints it as an error line)."""
+    good = write_dataset(tmp_path / "d.jsonl")
+    lines = good.read_text().splitlines()
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("\n".join([*lines, lines[0]]) + "\n")
+    with pytest.raises(DatasetError, match="line 4: doc_id 'd0' is line 1's too"):
+        load_dataset(dup)
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(good.read_bytes() + b"\xff\xfe\n")
+    with pytest.raises(DatasetError, match="line 4: not UTF-8 text"):
+        load_dataset(binary)
+    with pytest.raises(DatasetError, match="no such file"):
+        load_dataset(tmp_path / "missing.jsonl")
+    with pytest.raises(DatasetError, match="is a directory"):
+        load_dataset(tmp_path)
+
+
 def test_run_eval_all_methods_and_resume(tmp_path):
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl"))
     out = tmp_path / "results.json"
@@ -205,6 +225,17 @@ def test_cos_eval_command_over_http(tmp_path):
     bad.write_text("not json\n")
     res = CliRunner().invoke(app, ["eval", "--data", str(bad), "--out", str(out)])
     assert res.exit_code == 2 and "line 1" in res.output
+    # a bad --answer-cache or --summaries-from is refused before a model is started or
+    # asked (the endpoint here does not exist: reaching it would be another error)
+    binary = tmp_path / "cache.jsonl"
+    binary.write_bytes(b'{"key": "a", "answer": "b"}\n\xff\n')
+    cases = (("--answer-cache", binary, "line 2: not UTF-8"), ("--summaries-from", bad, "line 1"))
+    for flag, path, said in cases:
+        args = ["eval", "--data", str(data), "--out", str(out), flag, str(path)]
+        args += ["--base-url", "http://127.0.0.1:9/v1", "--model", "fake"]
+        res = CliRunner().invoke(app, args)
+        words = " ".join(res.output.split())  # the error line may wrap
+        assert res.exit_code == 2 and f"error: {flag}:" in words and said in words, words
 
 
 def test_cos_eval_defaults_are_the_shipped_product_beside_chunk_rag(tmp_path):
