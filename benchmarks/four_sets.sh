@@ -8,6 +8,13 @@
 #   covid    COVID-QA part A: its first 8 papers (long scientific text, sentence answers)
 #   fairy    FairytaleQA train: its first 5 stories (narrative, free-form answers)
 #   german   XQuAD German: every 5th article (lines 5, 10, 15, 20, 25)
+# and a second slice of each, never run while the hit path was chosen (text it was not
+# tuned on: SETS="squad2 covid2 fairy2 german2"):
+#   squad2   the first chunk of articles 14, 17, 20, 23, 26 (lines 122, 138, 157, 183, 212:
+#            Civil disobedience, Jacksonville, Islamism, Force, Normans)
+#   covid2   COVID-QA part A: papers 9-16
+#   fairy2   FairytaleQA train: stories 6-10
+#   german2  XQuAD German: every 5th article from line 2 (lines 2, 7, 12, 17, 22)
 # `cos eval`'s own defaults are the run: each set one index of its documents (zero-shot
 # summaries at 120 words, the shipped tiered ingest, made in the first run and recorded);
 # each document's first 16 questions, the second half asked (the first half calibrates the
@@ -30,6 +37,10 @@ slice() {  # the set's documents, by line number of its file
     covid) sed -n '1,8p' "$DATA/covidqa-part-a.jsonl" ;;
     fairy) sed -n '1,5p' "$DATA/fairytaleqa-train.jsonl" ;;
     german) sed -n '5p;10p;15p;20p;25p' "$DATA/xquad-de-dev.jsonl" ;;
+    squad2) sed -n '122p;138p;157p;183p;212p' "$DATA/squad-v1.1-dev-chunks.jsonl" ;;
+    covid2) sed -n '9,16p' "$DATA/covidqa-part-a.jsonl" ;;
+    fairy2) sed -n '6,10p' "$DATA/fairytaleqa-train.jsonl" ;;
+    german2) sed -n '2p;7p;12p;17p;22p' "$DATA/xquad-de-dev.jsonl" ;;
     *) echo "unknown set $1" >&2; return 2 ;;
   esac
 }

@@ -44,6 +44,10 @@ KINDS = {
     "covid": "scientific papers (COVID-QA)",
     "fairy": "stories (FairytaleQA)",
     "german": "German (XQuAD de)",
+    "squad2": "encyclopedia, second slice",
+    "covid2": "scientific papers, second slice",
+    "fairy2": "stories, second slice",
+    "german2": "German, second slice",
 }
 
 
