@@ -6,7 +6,12 @@ __all__ = ["CoSError", "CoSModelError", "CoSOutputError"]
 
 
 class CoSError(Exception):
-    """Base class of every error this library raises on purpose."""
+    """Base class of every error this library raises on purpose.
+
+    Examples:
+        >>> issubclass(CoSModelError, CoSError) and issubclass(CoSOutputError, CoSError)
+        True
+    """
 
 
 class CoSModelError(CoSError):
@@ -14,6 +19,11 @@ class CoSModelError(CoSError):
 
     Carries the document id (when known), the last HTTP status (``None`` for timeouts and
     connection errors) and the number of attempts. Never carries an API key.
+
+    Examples:
+        >>> err = CoSModelError("model qwen failed: HTTP 503", status=503, attempts=5)
+        >>> str(err.with_doc_id("lease.md"))
+        'model qwen failed: HTTP 503 (document lease.md); last status 503, attempts 5'
     """
 
     def __init__(
@@ -42,7 +52,13 @@ class CoSModelError(CoSError):
 
 
 class CoSOutputError(CoSError):
-    """The model kept returning output that cannot be used (for example an empty summary)."""
+    """The model kept returning output that cannot be used (for example an empty summary).
+
+    Examples:
+        >>> err = CoSOutputError("empty summary", raw_output="", doc_id="lease.md")
+        >>> str(err)
+        'empty summary (document lease.md)'
+    """
 
     def __init__(self, message: str, *, raw_output: str = "", doc_id: str | None = None):
         self.raw_output = raw_output

@@ -57,7 +57,13 @@ class _Secret:
 
 @dataclass
 class ChatResult:
-    """One model reply: its text and what it cost."""
+    """One model reply: its text and what it cost.
+
+    Examples:
+        >>> reply = ChatResult('{"quote": "Rent is due on the 1st.", "answer": "the 1st"}')
+        >>> reply.usage.calls, reply.finish_reason
+        (1, None)
+    """
 
     text: str
     usage: Usage = field(default_factory=lambda: Usage(calls=1))
@@ -71,6 +77,17 @@ class ChatModel(Protocol):
     ``json_schema`` (``{"name": ..., "schema": {...}}``) asks for structured output where the
     back end supports it; a back end that does not simply ignores it (the engine always
     parses plain text too).
+
+    Examples:
+        >>> class Echo:  # any object with this coroutine is a ChatModel
+        ...     async def chat(self, messages, *, max_tokens=None, temperature=0.0,
+        ...                    json_schema=None):
+        ...         return ChatResult(messages[-1]["content"])
+        >>> isinstance(Echo(), ChatModel)
+        True
+        >>> import asyncio
+        >>> asyncio.run(Echo().chat([{"role": "user", "content": "hi"}])).text
+        'hi'
     """
 
     async def chat(

@@ -31,7 +31,15 @@ class CoSLocalEmbeddings(Embeddings):
 
 
 class CoreEmbedder(FunctionEmbedder):
-    """Adapts LangChain ``Embeddings`` to the core :class:`Embedder` protocol (normalised)."""
+    """Adapts LangChain ``Embeddings`` to the core :class:`Embedder` protocol (normalised).
+
+    Examples:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> embedder = CoreEmbedder(DeterministicFakeEmbedding(size=8))
+        >>> vector = embedder.embed_query("When is rent due?")
+        >>> len(vector), round(float(sum(x * x for x in vector)), 6)
+        (8, 1.0)
+    """
 
     def __init__(self, embeddings: Embeddings, name: str | None = None) -> None:
         self.embeddings = embeddings

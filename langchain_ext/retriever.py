@@ -51,11 +51,15 @@ def _to_document(hit: SearchHit, hit_flag: bool, citation: str) -> Document:
 
 
 class CoSFallbackRetriever(BaseRetriever):
-    """Answer from CoS summaries when they cover the query; otherwise from source chunks.
+    """Answer from the CoS summary's route when it covers the query; otherwise from source
+    chunks.
 
-    A miss returns the best full-text chunks (``metadata["cos_hit"] = False``), queues a
-    refinement job for the document, and dispatches a ``cos_cache_miss`` custom event to the
-    run's callbacks. A hit returns the top-``k`` summaries (``cos_hit = True``).
+    A hit (``metadata["cos_hit"] = True``) returns what it was decided on: with a model
+    (``llm``), the sentences of the best summary and its document's best chunk that the
+    model read and quoted its answer from; without one, the best summary and its
+    document's ``k - 1`` best chunks. A miss returns the best full-text chunks
+    (``cos_hit = False``), queues a refinement job for the document, and dispatches a
+    ``cos_cache_miss`` custom event to the run's callbacks.
 
     Setup:
         .. code-block:: python

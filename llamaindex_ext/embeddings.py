@@ -57,7 +57,14 @@ class CoSLocalEmbedding(BaseEmbedding):
 
 
 class CoreEmbedder(FunctionEmbedder):
-    """A LlamaIndex embed model as the core :class:`Embedder` (vectors normalised)."""
+    """A LlamaIndex embed model as the core :class:`Embedder` (vectors normalised).
+
+    Examples:
+        >>> from llama_index.core.embeddings import MockEmbedding
+        >>> embedder = CoreEmbedder(MockEmbedding(embed_dim=4))
+        >>> [round(x, 2) for x in embedder.embed_query("When is rent due?")]
+        [0.5, 0.5, 0.5, 0.5]
+    """
 
     def __init__(self, embed_model: BaseEmbedding) -> None:
         self.embed_model = embed_model

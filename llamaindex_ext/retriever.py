@@ -38,7 +38,14 @@ dispatcher = get_dispatcher(__name__)
 
 
 class CoSCacheMissEvent(BaseEvent):
-    """Emitted for every cache miss: the query, the documents consulted, the refine job."""
+    """Emitted for every cache miss: the query, the documents consulted, the refine job.
+
+    Examples:
+        >>> event = CoSCacheMissEvent(query="When is rent due?", reason="best similarity "
+        ...                           "0.71 < 0.8", doc_ids=["lease.md"], job_id=3)
+        >>> event.class_name(), event.job_id
+        ('CoSCacheMissEvent', 3)
+    """
 
     query: str
     reason: str
@@ -108,7 +115,10 @@ def _check_collection(vector_store: Any) -> None:
 
 
 class CoSFallbackRetriever(BaseRetriever):
-    """Summaries on a hit; source chunks, a refine job and an event on a miss.
+    """On a hit, what the hit was decided on (with a model, the sentences of the best
+    summary and its document's best chunk that the model quoted its answer from; without
+    one, the best summary and its document's best chunks); on a miss, source chunks, a
+    refine job and a :class:`CoSCacheMissEvent`.
 
     Setup:
         .. code-block:: python

@@ -49,6 +49,12 @@ class CoSTransformError(CoSIngestError):
     (``outputs``) holds the nodes of the documents that succeeded; ``failed`` maps each
     failed document to its error (the core's failure contract, see
     :mod:`cos_integrations.ingest`).
+
+    Examples:
+        >>> try:                                              # doctest: +SKIP
+        ...     nodes = pipeline.run(documents=docs)
+        ... except CoSTransformError as exc:
+        ...     nodes, failed = exc.nodes, exc.failed         # the rest retried next run
     """
 
     @property

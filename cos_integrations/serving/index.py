@@ -121,7 +121,14 @@ def read_manifest(persist_dir: str | Path) -> dict | None:
 
 @dataclass
 class SearchHit:
-    """One retrieved item: a summary or a source chunk, with cosine similarity ``score``."""
+    """One retrieved item: a summary or a source chunk, with cosine similarity ``score``.
+
+    Examples:
+        >>> hit = SearchHit("lease.md::chunk-0", "lease.md", "Rent is due on the 1st.", 0.86,
+        ...                 {"cos_kind": "chunk"}, "chunk")
+        >>> hit.doc_id, hit.kind
+        ('lease.md', 'chunk')
+    """
 
     id: str
     doc_id: str

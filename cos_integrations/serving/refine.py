@@ -81,7 +81,15 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RefineOutcome:
-    """What happened to one job."""
+    """What happened to one job (``status``: published, suggested, rejected,
+    not_in_source, conflict, failed or dead; ``reason`` says why).
+
+    Examples:
+        >>> done = RefineOutcome(7, "lease.md", "When is rent due?", "published",
+        ...                      answer="the 1st", version=2)
+        >>> done.status, done.usage.calls
+        ('published', 0)
+    """
 
     job_id: int
     doc_id: str

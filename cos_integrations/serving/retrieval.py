@@ -165,6 +165,14 @@ class RetrievalResult:
     ``"stored text"`` (no chunk vectors: the candidates' stored full text, chunked and
     ranked on the fly). ``not_in_source``: refinement found every candidate's source silent
     on this query before (the items are still the source chunks; no job is queued again).
+
+    Examples:
+        >>> chunk = SearchHit("lease.md::chunk-0", "lease.md", "Rent is due on the 1st.",
+        ...                   0.86, {"doc_id": "lease.md", "source": "lease.md"}, "chunk")
+        >>> result = RetrievalResult("When is rent due?", False, [chunk], "best similarity "
+        ...                          "0.71 < 0.8", job_id=3, fallback="chunks")
+        >>> result.hit, result.job_id, [c.doc_id for c in result.citations]
+        (False, 3, ['lease.md'])
     """
 
     query: str
@@ -313,7 +321,13 @@ def focus_items(
 class Decision:
     """One query's way through the hit rule: whether it hit, why, what the judge read and
     said, and the collection's top chunks when the routing check searched them (a miss
-    reuses them)."""
+    reuses them).
+
+    Examples:
+        >>> decision = Decision(reason="best similarity 0.71 < 0.8")
+        >>> decision.hit, decision.context, decision.top
+        (False, [], None)
+    """
 
     hit: bool = False
     reason: str = ""

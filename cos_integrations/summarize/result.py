@@ -15,7 +15,13 @@ IterationKind = Literal["thesis", "rewrite", "merge", "density", "mini", "zero-s
 
 
 class QuestionScore(BaseModel):
-    """How one question fared against one summary."""
+    """How one question fared against one summary.
+
+    Examples:
+        >>> QuestionScore(question="When is rent due?", split="val", answer="the 1st",
+        ...               f1=1.0, answered=True).f1
+        1.0
+    """
 
     question: str
     split: Literal["train", "val"] | None
@@ -25,7 +31,13 @@ class QuestionScore(BaseModel):
 
 
 class IterationRecord(BaseModel):
-    """One summary the run produced, with its scores (``None`` when it was not evaluated)."""
+    """One summary the run produced, with its scores (``None`` when it was not evaluated).
+
+    Examples:
+        >>> it = IterationRecord(index=0, kind="zero-shot", summary="Rent is due on the 1st.")
+        >>> it.kind, it.val_score, it.accepted
+        ('zero-shot', None, True)
+    """
 
     index: int
     kind: IterationKind
