@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from four_sets_table import KINDS, header, languages, mean, paired, row, rows
+from four_sets_table import KINDS, LABELS, header, languages, mean, paired, row, rows
 
 from cos_integrations.metrics import squad_f1
 from cos_integrations.serving.hit_rule import HitRule
@@ -78,7 +78,7 @@ def replay(tag: str, sets: list[str]) -> None:
             before, after = stats(fb), stats(replayed)
             right = sum(replayed[k]["f1"] >= 0.5 for k in turned)
             cells = [
-                KINDS.get(dataset, dataset),
+                LABELS.get(dataset, dataset),
                 ", ".join(left),
                 f"{len(turned)} ({right})",
                 *(f"{a} / {b}" for a, b in zip(before, after, strict=True)),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from four_sets_table import KINDS, PEER_NAMES, header, mean, paired, row, rows
+from four_sets_table import KINDS, LABELS, PEER_NAMES, header, mean, paired, row, rows
 
 
 def replay(tag: str, miss: str, sets: list[str]) -> None:
@@ -51,7 +51,7 @@ def replay(tag: str, miss: str, sets: list[str]) -> None:
             return f"{mean([q.get('prompt_tokens', 0) for q in run.values()]):.0f}"
 
         cells = [
-            KINDS.get(dataset, dataset),
+            LABELS.get(dataset, dataset),
             f"{len(misses)} ({same})",
             f"{mean([q['f1'] for q in fb.values()]):.3f}",
             f"{mean([q['f1'] for q in replayed.values()]):.3f}",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from four_sets_table import KINDS, RESULTS, header, languages, mean, row
+from four_sets_table import LABELS, RESULTS, header, languages, mean, row
 
 from cos_integrations.metrics import squad_f1
 from cos_integrations.research.jsonl import read_jsonl
@@ -72,7 +72,7 @@ def main() -> None:
             better = sum(a["f1"] > b["f1"] + 1e-9 for a, b in pairs)
             worse = sum(a["f1"] < b["f1"] - 1e-9 for a, b in pairs)
             cells = [
-                KINDS.get(dataset, dataset),
+                LABELS.get(dataset, dataset),
                 name,
                 f"{taken} of {len(pairs)}",
                 f"{mean([a['f1'] for a, _ in pairs]):.3f} / "

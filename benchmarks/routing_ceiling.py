@@ -6,25 +6,26 @@ answer is ``rag``'s (a miss reads rag's top-k chunks with the same answer call) 
 misses read in document order, ``rag-ordered``'s. Prints, per set, the F1 of the run's rows
 and of the two ceilings.
 
-    python benchmarks/routing_ceiling.py [--tag four]
+    python benchmarks/routing_ceiling.py [--tag four] [--sets squad,covid,fairy,german]
 """
 
 from __future__ import annotations
 
 import argparse
 
-from four_sets_table import KINDS, languages, mean, rows
+from four_sets_table import KINDS, LABELS, languages, mean, rows
 
 from cos_integrations.metrics import squad_f1
 
 
-def ceiling(tag: str) -> None:
+def ceiling(tag: str, sets: list[str]) -> None:
     print(
         "| text | fallback F1 | rag F1 | rag-ordered F1 | perfect hit rule, misses as rag "
         "| perfect hit rule, misses in document order |"
     )
     print("|---|---|---|---|---|---|")
-    for dataset, kind in KINDS.items():
+    for dataset in sets:
+        kind = LABELS.get(dataset, dataset)
         runs = rows(tag, dataset)
         fb, rag, ordered = runs["fallback"], runs["rag"], runs["rag-ordered"]
         language = languages(dataset)
@@ -46,4 +47,6 @@ def ceiling(tag: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tag", default="four")
-    ceiling(parser.parse_args().tag)
+    parser.add_argument("--sets", default=",".join(KINDS))
+    args = parser.parse_args()
+    ceiling(args.tag, args.sets.split(","))

@@ -7,7 +7,7 @@ rag's, hits and wrong hits (F1 < 0.5) per set and bar. With the similarity-only 
 (``--judge score`` runs) every question over the threshold is a hit and is replayed the same
 way; ``--chunks-from TAG`` reads the rag rows of another run of the same questions.
 
-    python benchmarks/threshold_replay.py [--tag four]
+    python benchmarks/threshold_replay.py [--tag four] [--sets squad,covid,fairy,german]
     python benchmarks/threshold_replay.py --tag scorechunk --chunks-from four
 """
 
@@ -16,15 +16,16 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from four_sets_table import KINDS, mean, rows
+from four_sets_table import KINDS, LABELS, mean, rows
 
 PERCENTILES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-def replay(tag: str, chunks_from: str | None = None) -> None:
+def replay(tag: str, sets: list[str], chunks_from: str | None = None) -> None:
     print("| text | bar (percentile) | F1 | prompt tokens vs rag | hits | wrong hits |")
     print("|---|---|---|---|---|---|")
-    for dataset, kind in KINDS.items():
+    for dataset in sets:
+        kind = LABELS.get(dataset, dataset)
         runs = rows(tag, dataset)
         fb, rag = runs["fallback"], rows(chunks_from or tag, dataset)["rag"]
         # the questions past the threshold: judged by the model, or hits on similarity alone
@@ -53,5 +54,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tag", default="four")
     parser.add_argument("--chunks-from", metavar="TAG", help="the rag rows from this run")
+    parser.add_argument("--sets", default=",".join(KINDS))
     args = parser.parse_args()
-    replay(args.tag, args.chunks_from)
+    replay(args.tag, args.sets.split(","), args.chunks_from)
