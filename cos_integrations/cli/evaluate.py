@@ -264,14 +264,7 @@ def eval_command(
     or peer named in --methods."""
     setup_logging(verbose)
     docs, extra = _load_documents(data, limit, distractors, heldout_questions)
-    if summaries_from is not None and existing(summaries_from) is None:
-        _refuse(f"--summaries-from {summaries_from}: no such file (nor {summaries_from}.gz)")
-    for flag, path in (("--summaries-from", summaries_from), ("--answer-cache", answer_cache)):
-        try:  # read before the model starts: a bad line is said now, not after the summaries
-            if path is not None:
-                read_jsonl(path)
-        except (ValueError, OSError) as exc:
-            _refuse(f"{flag}: {exc}", exc)
+    _check_records(summaries_from, answer_cache)
     try:
         config = _config(
             preset,
@@ -331,6 +324,19 @@ def _refuse(message: str, cause: BaseException | None = None) -> NoReturn:
     """A usage error: said in red, exit 2 (nothing was run)."""
     err.print(f"[red]error:[/] {escape(message)}")
     raise typer.Exit(2) from cause
+
+
+def _check_records(summaries_from: Path | None, answer_cache: Path | None) -> None:
+    """Read the recorded summaries and the answer cache before the model starts: a missing
+    file or a bad line is said now, not after the summaries were made."""
+    if summaries_from is not None and existing(summaries_from) is None:
+        _refuse(f"--summaries-from {summaries_from}: no such file (nor {summaries_from}.gz)")
+    for flag, path in (("--summaries-from", summaries_from), ("--answer-cache", answer_cache)):
+        try:
+            if path is not None:
+                read_jsonl(path)
+        except (ValueError, OSError) as exc:
+            _refuse(f"{flag}: {exc}", exc)
 
 
 def _load_documents(data: Path, limit: int | None, distractors: Path | None, heldout: int):

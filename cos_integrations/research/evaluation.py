@@ -31,7 +31,7 @@ from cos_integrations.defaults import (
 )
 from cos_integrations.metrics import exact_match, squad_f1
 from cos_integrations.model import ChatModel
-from cos_integrations.research.jsonl import append_jsonl, existing, read_jsonl
+from cos_integrations.research.jsonl import append_jsonl, existing, lines, read_jsonl
 from cos_integrations.research.peers import (
     PEERS,
     CallRecord,
@@ -120,42 +120,42 @@ def load_dataset(
     if not Path(path).is_file():
         what = "is a directory" if Path(path).is_dir() else "no such file"
         raise DatasetError(f"{path}: {what}; --data takes a JSONL file, a document a line")
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(
-                    f"{path}, line {number}: not UTF-8 text (byte {exc.start + 1})"
-                ) from None
-            if not line.strip():
-                continue
-            try:
-                doc = EvalDoc.model_validate_json(line)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(x) for x in first.get("loc", ()))
-                raise DatasetError(
-                    f"{path}, line {number}: {where or 'line'}: {first['msg']}"
-                ) from None
-            if questions and not doc.qas:
-                raise DatasetError(f"{path}, line {number}: qas: no question")
+    try:
+        for number, line in lines(path):
+            doc = _dataset_line(path, number, line, questions)
             if doc.doc_id in seen:
                 raise DatasetError(
-                    f"{path}, line {number}: doc_id {doc.doc_id!r} is line {seen[doc.doc_id]}'s "
-                    "too (each document needs its own)"
+                    f"{path}, line {number}: doc_id {doc.doc_id!r} is line "
+                    f"{seen[doc.doc_id]}'s too (each document needs its own)"
                 )
             seen[doc.doc_id] = number
-            if not questions:
-                doc.qas = []
-            for qa in doc.qas:
-                qa.language = doc.language
             docs.append(doc)
             if limit and len(docs) >= limit:
                 break
+    except DatasetError:
+        raise
+    except ValueError as exc:  # not UTF-8 (lines names the line)
+        raise DatasetError(str(exc)) from None
     if not docs:
         raise DatasetError(f"{path}: no documents")
     return docs
+
+
+def _dataset_line(path: str | Path, number: int, line: str, questions: bool) -> EvalDoc:
+    """One dataset line validated (:func:`load_dataset`), its questions in its language."""
+    try:
+        doc = EvalDoc.model_validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        raise DatasetError(f"{path}, line {number}: {where or 'line'}: {first['msg']}") from None
+    if questions and not doc.qas:
+        raise DatasetError(f"{path}, line {number}: qas: no question")
+    if not questions:
+        doc.qas = []
+    for qa in doc.qas:
+        qa.language = doc.language
+    return doc
 
 
 async def _answer_all(llm: ChatModel, content: str, qas: Sequence[EvalQA]) -> tuple[float, float]:

@@ -21,10 +21,11 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["append_jsonl", "existing", "pack", "read_jsonl", "unpack"]
+__all__ = ["append_jsonl", "existing", "lines", "pack", "read_jsonl", "unpack"]
 
 
 def _archive(path: Path) -> Path:
@@ -42,26 +43,36 @@ def existing(path: str | Path) -> Path | None:
     return None
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Every record of ``path`` (plain or ``.gz``), blank lines skipped; [] when neither
-    exists. A line that is not JSON raises ``ValueError`` naming the file and line."""
-    found = existing(path)
-    if found is None:
-        return []
-    opener = gzip.open if found.suffix == ".gz" else open
-    records = []
-    with opener(found, "rb") as fh:
+def lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of the file ``path`` (``.gz`` read compressed) with their
+    numbers; a line that is not UTF-8 raises ``ValueError`` naming the file and line."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ValueError(f"{found}, line {number}: not UTF-8 text") from exc
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{found}, line {number}: not JSON ({exc.msg})") from exc
+                raise ValueError(
+                    f"{path}, line {number}: not UTF-8 text (byte {exc.start + 1})"
+                ) from None
+            if line.strip():
+                yield number, line
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Every record of ``path`` (plain or ``.gz``), blank lines skipped; [] when neither
+    exists. A line that is not UTF-8 or not JSON raises ``ValueError`` naming the file and
+    line."""
+    found = existing(path)
+    if found is None:
+        return []
+    records = []
+    for number, line in lines(found):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{found}, line {number}: not JSON ({exc.msg})") from exc
     return records
 
 

@@ -42,3 +42,14 @@ def test_a_bad_line_names_the_file_and_line(tmp_path):
     pack(path)
     with pytest.raises(ValueError, match=r"bad\.jsonl\.gz, line 3: not JSON"):
         read_jsonl(path)
+
+
+def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):
+    """The same line reader serves run records and `cos eval` datasets (``lines``)."""
+    path = tmp_path / "cache.jsonl"
+    path.write_bytes(json.dumps({"key": "a"}).encode() + b"\n\n\xff\xfe\n")
+    with pytest.raises(ValueError, match=r"cache\.jsonl, line 3: not UTF-8 text \(byte 1\)"):
+        read_jsonl(path)
+    pack(path)
+    with pytest.raises(ValueError, match=r"cache\.jsonl\.gz, line 3: not UTF-8"):
+        read_jsonl(path)
