@@ -49,7 +49,7 @@ demo: $(VENV)/.demo
 # The whole test suite: unit tests, the reliability suite, and integration tests that talk
 # HTTP to the embedded llama.cpp server (smoke model).
 test: install-smoke
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=15
 
 # The documentation site (MkDocs, the API reference from the docstrings, the CLI reference
 # from the Typer app) into site/; --strict: any warning fails the build.
