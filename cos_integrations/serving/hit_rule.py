@@ -144,9 +144,9 @@ class HitRule(BaseModel):
         DEFAULT_ANSWERED_MISSES,
         description="a query that missed before and whose answer a refine job then found in "
         "a document's source goes to that document, past the threshold and the routing "
-        "check, with the source's sentence holding it read first; a query of the same "
-        "meaning (a paraphrase) too, when the judge gives the job's answer (judge "
-        '"llm" only; the grounding checks still decide)',
+        "check, with the source's sentence holding it read first, and hits only when the "
+        "judge gives the job's answer; a query of the same meaning (a paraphrase) too "
+        '(judge "llm" only; the grounding checks still decide)',
     )
 
     @model_validator(mode="before")

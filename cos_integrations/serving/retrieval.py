@@ -160,7 +160,7 @@ class RetrievalResult:
     query missed; ``judge_error`` says why a judge's reply could not be read (a miss). A
     repeat of an answered miss (``HitRule.answered_misses``) adds ``answered_miss``,
     ``evidence`` (the source sentence holding the refine job's answer was found and read
-    first) and ``agrees`` (the judge's answer is the job's).
+    first) and ``agrees`` (the judge's answer is the job's; the repeat hits only then).
     ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk vectors) or
     ``"stored text"`` (no chunk vectors: the candidates' stored full text, chunked and
     ranked on the fly). ``not_in_source``: refinement found every candidate's source silent
@@ -679,14 +679,14 @@ class FallbackRetriever:
         decision.checks |= await offload(self._checks, reply, query, context, rule)
         failed = rule.failed(decision.checks)
         if decision.known_answers:
-            # an answered miss: does the judge give the answer the refine job found in the
-            # full source? A paraphrase's route stands only then (another question may be
-            # this close: its answer decides)
+            # an answered miss: the route stands only when the judge gives the answer the
+            # refine job found in the full source (a repeat is then as right as the source;
+            # a paraphrase may ask something else, and its answer decides)
             agrees = answers_agree(
                 decision.judge_answer, decision.known_answers, min_f1=AGREEMENT_F1
             )
             decision.checks["agrees"] = agrees
-            if decision.checks.get("paraphrase") and not agrees:
+            if not agrees:
                 failed.append("agrees")
         decision.hit = not failed
         decision.reason = (

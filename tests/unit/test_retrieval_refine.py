@@ -9,7 +9,7 @@ from fakes import ScriptedFakeModel, facts, make_document
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving import retrieval
-from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.serving.hit_rule import GROUNDING_CHECKS, HitRule
 from cos_integrations.serving.refine import BackgroundRefiner, Refiner
 from cos_integrations.serving.retrieval import FallbackRetriever
 from cos_integrations.storage.refine_queue import STILL_MISSES
@@ -194,9 +194,10 @@ def test_an_answered_miss_reads_the_sentence_its_source_answered_with(filled):
     assert not gone.hit and gone.checks["evidence"] is False
 
 
-def test_an_answered_miss_reports_whether_the_judge_gives_the_jobs_answer(filled):
-    """A repeat of an answered miss: the grounding decides the hit, and ``agrees`` says
-    whether the judge's answer is the one the refine job found in the source."""
+def test_an_answered_miss_hits_only_with_the_jobs_answer(filled):
+    """A repeat of an answered miss hits only when the judge gives the answer the refine
+    job found in the full source (``agrees``): a grounded answer that is not the source's
+    is a miss, and the repeat reads the source chunks as its first ask did."""
     from cos_integrations.summarize.questions import QAPair
 
     index, _, model = filled
@@ -205,12 +206,16 @@ def test_an_answered_miss_reports_whether_the_judge_gives_the_jobs_answer(filled
     index.store.add_question("garden", pair)
     r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
     assert r.hit and r.answer == "value 6g" and r.checks["agrees"] is True
-    # recorded as something else: a hit on the grounding, the disagreement reported
-    other = "Tell me quickly please, for the files: What is the garden item 6?"
+    # recorded with another answer of the same source (item 5's): the judge reads the
+    # summary's item 1 and gives its value, grounded in the source, not the job's answer
+    other = "Tell me quickly please, for the files: What is the garden item 1?"
     wrong = QAPair(question=other, answers=["value 5f"], split="train", origin="miss")
     index.store.add_question("garden", wrong)
     r = retriever(index, model, rule=UNREACHABLE).retrieve(other)
-    assert r.checks["agrees"] is False
+    assert r.checks["answered_miss"] and r.checks["evidence"] and r.checks["agrees"] is False
+    assert r.judge_answer == "value 1b" and all(r.checks[c] for c in GROUNDING_CHECKS)
+    assert not r.hit and "agrees failed" in r.reason
+    assert r.items and all(h.kind == "chunk" for h in r.items)  # the source chunks
 
 
 def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree(
