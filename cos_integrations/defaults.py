@@ -86,7 +86,10 @@ DEPRECATED_HIT_CONTEXT_NOTE = (
 # (the tiered-5 command of BENCHMARKS.md, issue 26 item 5), with Refiner(retarget=3):
 # 7 of the 11 repeated misses hit (F1 of those 0.286 as misses, 0.810 as hits), none with
 # it off; the unseen test questions unchanged. Without the sentence and the agreement
-# (tiered-5-answered) it made 1 hit, a wrong one.
+# (tiered-5-answered) it made 1 hit, a wrong one. A repeat hits only when the judge gives
+# the refine job's answer (as a paraphrase does): on the second slice of the four sets,
+# repeats that hit on the grounding alone were answered worse than their first ask on all
+# four (BENCHMARKS.md, "Repeated traffic": benchmarks/agree_replay.py).
 DEFAULT_ANSWERED_MISSES = True
 # The paraphrase route of answered_misses (retrieval.PARAPHRASE_SIMILARITY): a query whose
 # vector is at least this close (cosine) to an answered miss's question takes that miss's
