@@ -33,7 +33,8 @@ __all__ = [
     "DEFAULT_SCORE_HIT_CONTEXT",
     "DEPRECATED_HIT_CONTEXT",
     "DEPRECATED_HIT_CONTEXT_NOTE",
-    "DEFAULT_ANSWERED_MISSES",
+    "DEFAULT_ANSWER_SIMILARITY",
+    "ANSWER_CHECK_SIMILARITY",
     "FOCUS_SENTENCES",
     "PRESET_NAMES",
     "DEPRECATED_PRESETS",
@@ -79,34 +80,16 @@ DEPRECATED_HIT_CONTEXT_NOTE = (
     'other reads with both judges (BENCHMARKS.md); it goes in 0.3. "best+chunk" adds its '
     'document\'s best chunk, "summaries" with k=1 returns the best summary'
 )
-# HitRule.answered_misses: a query asked again after it missed, whose answer a refine job
-# found in a document's source (the query joined that document's bank, origin "miss"),
-# goes to that document past the threshold and the routing check, with the source sentence
-# holding that answer read first; the judge's grounding checks decide. On 5 SQuAD chunks
-# (the tiered-5 command of BENCHMARKS.md, issue 26 item 5), with Refiner(retarget=3):
-# 7 of the 11 repeated misses hit (F1 of those 0.286 as misses, 0.810 as hits), none with
-# it off; the unseen test questions unchanged. Without the sentence and the agreement
-# (tiered-5-answered) it made 1 hit, a wrong one. A repeat hits only when the judge gives
-# the refine job's answer (as a paraphrase does): on the second slice of the four sets,
-# repeats that hit on the grounding alone were answered worse than their first ask on all
-# four (BENCHMARKS.md, "Repeated traffic": benchmarks/agree_replay.py).
-DEFAULT_ANSWERED_MISSES = True
-# The paraphrase route of answered_misses (retrieval.PARAPHRASE_SIMILARITY): a query whose
-# vector is at least this close (cosine) to an answered miss's question takes that miss's
-# route too, and hits only when the judge's
-# answer agrees with the one the refine job found (same numbers; else the usual route
-# decides, one more judge call). None: exact repeats only. On the tiered-5 command
-# (tiered-5-para2 against tiered-5-agree, which had None): paraphrases of the 11 repeated
-# misses 2 hits (both wrong) -> 7 (4 right), their F1 0.242 -> 0.515; all 25 paraphrases
-# 0.427 -> 0.547; unseen test questions 0.847 -> 0.873 (one SQuAD paraphrase of a traffic
-# question 0 -> 0.67, none lost); exact repeats 7 -> 8 of 11 (with the sentence-split fix).
-# 0.95: the generator's paraphrases of those questions sat at 0.956-0.998 (e5), distinct
-# questions of the same chunks at <= 0.930; on the other dev chunks 0.95 alone is 29%
-# precise for "same answer", so the agreement, not the bar, keeps it right. On the four
-# sets (BENCHMARKS.md, "Repeated traffic": benchmarks/paraphrase_route.py) it took 10-18%
-# of the traffic's paraphrases: paired with / without 2 / 0 SQuAD, 3 / 0 COVID-QA, 0 / 0
-# German, 0 / 2 stories (both wrong either way).
-DEFAULT_ANSWERED_MISS_SIMILARITY = 0.95
+# HitRule.answer_similarity: a question at least this close (e5 cosine) to a verified
+# answer's question is served that answer without a model call (serving/answers.py); each
+# entry's own bar rises above any nearby verified question whose answer differs. Chosen on
+# the development sets' pairs (benchmarks/answer_bar.py; BENCHMARKS.md, "Recurring traffic").
+DEFAULT_ANSWER_SIMILARITY = 0.98
+# Below that bar and from this similarity on, a reworded question is checked against the
+# entry's source sentence (one short grounded call reading that sentence alone): the same
+# answer serves it (and keeps it as an entry of its own), another raises the entry's bar
+# above that similarity and the question goes the usual way.
+ANSWER_CHECK_SIMILARITY = 0.90
 
 # A calibrated threshold (CoSIndex.calibrate_threshold) is this quantile of the known
 # questions' similarity to their own summary: on the 30 SQuAD chunks' traffic questions

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from cos_integrations.cli.common import (
     AnsweredMissesOpt,
+    AnswerSimilarityOpt,
     BaseUrlOpt,
     CheckNamesOpt,
     ChromaOpt,
@@ -288,6 +289,7 @@ def query(
     require_support: RequireSupportOpt = None,
     verify_chunk: VerifyChunkOpt = None,
     verify_route: VerifyRouteOpt = None,
+    answer_similarity: AnswerSimilarityOpt = None,
     answered_misses: AnsweredMissesOpt = None,
     answered_miss_similarity: ParaphraseOpt = None,
     model: ModelOpt = None,
@@ -310,13 +312,14 @@ def query(
         judge,
         threshold,
         hit_context,
-        answered_misses,
+        answer_similarity,
         focus_sentences,
         reject_echo=reject_echo,
         require_support=require_support,
         verify_chunk=verify_chunk,
         verify_route=verify_route,
         answered_miss_similarity=answered_miss_similarity,
+        answered_misses=answered_misses,
     )
     rule = idx.hit_rule.with_options(**levers)
     # the CLI always has a model to open (the embedded one at least), so the judge left out

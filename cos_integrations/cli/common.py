@@ -42,6 +42,7 @@ __all__ = [
     "VerifyChunkOpt",
     "VerifyRouteOpt",
     "AnsweredMissesOpt",
+    "AnswerSimilarityOpt",
     "ParaphraseOpt",
     "rule_levers",
     "setup_logging",
@@ -174,12 +175,16 @@ def preset_name(preset: str | None) -> str | None:
     return preset
 
 
-AnsweredMissesOpt = Annotated[
-    bool | None,
+AnsweredMissesOpt = Annotated[bool | None, _gone("--answered-misses/--no-answered-misses")]
+AnswerSimilarityOpt = Annotated[
+    float | None,
     typer.Option(
-        "--answered-misses/--no-answered-misses",
-        help="A repeat of a miss whose answer refinement found in a document's source goes "
-        "to that document, past the threshold and routing (--judge llm; default: the rule's, on).",
+        "--answer-similarity",
+        min=0.0,
+        max=1.0,
+        help="A question this close (cosine) to a verified answer's question is served it "
+        "with no model call; closer than 0.90, it is checked against the answer's source "
+        "sentence first (default: the rule's, 0.98).",
         show_default=False,
         rich_help_panel=HIT_RULE,
     ),
@@ -244,7 +249,7 @@ def rule_levers(
     judge: str | None,
     threshold: float | None,
     hit_context: str | None,
-    answered_misses: bool | None = None,
+    answer_similarity: float | None = None,
     focus_sentences: int | None = None,
     **deprecated: object,
 ) -> dict[str, Any]:
@@ -258,6 +263,6 @@ def rule_levers(
         "judge": judge,
         "threshold": threshold,
         "hit_context": hit_context,
-        "answered_misses": answered_misses,
+        "answer_similarity": answer_similarity,
         "focus_sentences": focus_sentences,
     }

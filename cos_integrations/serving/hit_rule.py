@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cos_integrations.defaults import (
     CALIBRATION_QUANTILE,
-    DEFAULT_ANSWERED_MISSES,
+    DEFAULT_ANSWER_SIMILARITY,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_SCORE_HIT_CONTEXT,
     DEPRECATED_HIT_CONTEXT,
@@ -86,6 +86,7 @@ DEPRECATED_RULE_FIELDS: tuple[str, ...] = (
     "verify_chunk",
     "verify_route",
     "answered_miss_similarity",
+    "answered_misses",
 )
 
 
@@ -140,13 +141,14 @@ class HitRule(BaseModel):
         ge=1,
         description='the most sentences a "focused" hit context keeps (windows of two)',
     )
-    answered_misses: bool = Field(
-        DEFAULT_ANSWERED_MISSES,
-        description="a query that missed before and whose answer a refine job then found in "
-        "a document's source goes to that document, past the threshold and the routing "
-        "check, with the source's sentence holding it read first, and hits only when the "
-        "judge gives the job's answer; a query of the same meaning (a paraphrase) too "
-        '(judge "llm" only; the grounding checks still decide)',
+    answer_similarity: float | None = Field(
+        DEFAULT_ANSWER_SIMILARITY,
+        ge=0.0,
+        le=1.0,
+        description="a question at least this close (cosine) to a verified answer's "
+        "question is served that answer with no model call (an exact repeat always is; an "
+        "entry's own bar rises above a nearby question whose answer differs); None: exact "
+        "repeats only",
     )
 
     @model_validator(mode="before")
@@ -156,7 +158,8 @@ class HitRule(BaseModel):
             gone = [k for k in DEPRECATED_RULE_FIELDS if k in data]
             warnings.warn(
                 f"HitRule({', '.join(f'{k}=' for k in gone)}) does nothing since 0.2: a hit "
-                "needs a grounded quote instead; the fields go in 0.3",
+                "needs a grounded quote instead, and a repeat is served its verified answer "
+                "(answer_similarity); the fields go in 0.3",
                 DeprecationWarning,
                 stacklevel=4,
             )

@@ -1,12 +1,14 @@
-"""A self-describing CoS index on disk: the store, two Chroma collections and a manifest.
+"""A self-describing CoS index on disk: the store, three Chroma collections, a manifest.
 
 ``DIR/manifest.json`` names the embedder and the CoS config; ``DIR/cos.sqlite`` is the
 durable store (the truth); Chroma's own files (a ``PersistentClient`` on ``DIR``, so
 ``chromadb.PersistentClient(path=DIR)`` in LlamaIndex or LangChain code opens the same
-collections) hold two cosine-space collections:
-``cos_summaries`` (one vector per document: its current summary) and ``cos_chunks``
-(full-text chunks, each with ``doc_id``). With ``chroma_url`` the collections live in a
-Chroma server instead (``chromadb.HttpClient``); the store stays in ``DIR``.
+collections) hold three cosine-space collections:
+``cos_summaries`` (one vector per document: its current summary), ``cos_chunks``
+(full-text chunks, each with ``doc_id``) and ``cos_answers`` (one vector per verified
+answer: its question, :mod:`~cos_integrations.storage.answers`). With ``chroma_url``
+the collections live in a Chroma server instead (``chromadb.HttpClient``); the store stays
+in ``DIR``.
 
 Writes go store first, Chroma second; every Chroma write for a document is
 delete-then-add (Chroma's upsert merges metadata) and is followed by a mark in the store.
@@ -43,6 +45,7 @@ from cos_integrations.ingest import (
 )
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.hit_rule import HitRule
+from cos_integrations.storage.answers import AnswerEntry
 from cos_integrations.storage.db import strip_password
 from cos_integrations.storage.store import SummaryStore
 from cos_integrations.summarize.config import CoSConfig
@@ -53,6 +56,7 @@ from cos_integrations.version import __version__
 __all__ = [
     "SUMMARIES",
     "CHUNKS",
+    "ANSWERS",
     "CoSIndex",
     "IngestReport",
     "SearchHit",
@@ -60,6 +64,10 @@ __all__ = [
     "read_manifest",
     "read_racing_writes",
 ]
+
+
+def _answer_id(entry_id: int) -> str:
+    return f"answer::{entry_id}"
 
 
 def _doc_filter(doc_ids: Sequence[str]) -> dict[str, Any]:
@@ -83,6 +91,7 @@ T = TypeVar("T")
 
 SUMMARIES = "cos_summaries"
 CHUNKS = "cos_chunks"
+ANSWERS = "cos_answers"
 MANIFEST = "manifest.json"
 _COSINE = {"hnsw": {"space": "cosine"}}
 
@@ -217,6 +226,9 @@ class CoSIndex:
         )
         self.chunks = self.client.get_or_create_collection(
             CHUNKS, configuration=_COSINE, embedding_function=None
+        )
+        self.answers = self.client.get_or_create_collection(
+            ANSWERS, configuration=_COSINE, embedding_function=None
         )
         self._write_manifest()
 
@@ -476,11 +488,15 @@ class CoSIndex:
         if gone:
             self.summaries.delete(where=_doc_filter(gone))
             self.chunks.delete(where=_doc_filter(gone))
+            self.answers.delete(where=_doc_filter(gone))
         live = {d: p for d, p in plans.items() if p["doc"] is not None}
         if not live:
             return
         rechunk = [d for d, p in live.items() if p["chunks"] is not None]
         if rechunk:
+            # a new text: its verified answers went with the old one (the store dropped
+            # them); their vectors go too
+            self._drop_answer_vectors(rechunk)
             self.chunks.delete(where=_doc_filter(rechunk))
             rows = [
                 (f"{d}::chunk::{i}", vector, text, chunk_metadata(live[d]["doc"], i))
@@ -542,6 +558,44 @@ class CoSIndex:
 
     def _has_chunks(self, doc_id: str) -> bool:
         return bool(self.chunks.get(where={"doc_id": doc_id}, limit=1, include=[])["ids"])
+
+    def _drop_answer_vectors(self, doc_ids: list[str]) -> None:
+        """Delete the answer vectors of ``doc_ids`` that the store no longer holds."""
+        got = self.answers.get(where=_doc_filter(doc_ids), include=[])
+        keep = {_answer_id(e.id) for d in doc_ids for e in self.store.answers(d)}
+        stale = [i for i in got["ids"] if i not in keep]
+        if stale:
+            self.answers.delete(ids=stale)
+
+    def add_answer(self, entry: AnswerEntry, embedding: list[float] | None = None) -> None:
+        """Index a verified answer's question (``embedding``: its vector, when already
+        made), so a reworded question finds it (:meth:`search_answers`)."""
+        emb = embedding if embedding is not None else self.embedder.embed_query(entry.question)
+        meta = {"doc_id": entry.doc_id, "cos_kind": "answer", "cos_entry": entry.id}
+        self.answers.upsert(
+            ids=[_answer_id(entry.id)],
+            embeddings=[emb],
+            documents=[entry.question],
+            metadatas=[meta],
+        )
+
+    def search_answers(self, embedding: list[float], n: int = 4) -> list[tuple[AnswerEntry, float]]:
+        """The ``n`` verified answers whose questions are closest to ``embedding`` (cosine
+        similarity), best first: only entries verified on their document's current text.
+        Vectors of entries the store no longer holds (replaced, or their text changed) are
+        deleted as they are met."""
+        res = self._query(self.answers, embedding, n, None, "answer")
+        ids = {h.id: int(h.metadata.get("cos_entry", -1)) for h in res}
+        entries = self.store.answers_by_id(list(ids.values()))
+        gone = [h.id for h in res if ids[h.id] not in entries]
+        if gone:
+            # replaced or stale: unless the entry is merely stale in the store (a text
+            # that changed back), its vector is dead weight
+            alive = {_answer_id(i) for i in self.store.answer_ids([ids[g] for g in gone])}
+            dead = [g for g in gone if g not in alive]
+            if dead:
+                self.answers.delete(ids=dead)
+        return [(entries[ids[h.id]], h.score) for h in res if ids[h.id] in entries]
 
     def repair(self) -> list[str]:
         """Re-sync every document whose vectors are behind the store (after a crash)."""
@@ -699,16 +753,6 @@ class CoSIndex:
             ].metadata.get("cos_version", 0):
                 best[h.doc_id] = h
         return sorted(best.values(), key=lambda h: -h.score)[:k]
-
-    def summary_hit(self, doc_id: str, embedding: list[float]) -> SearchHit | None:
-        """``doc_id``'s current summary vector read by its id, as a search would return it
-        (``score``: its cosine similarity to ``embedding``); ``None`` when it has none."""
-        current = self.store.current_summary(doc_id)
-        if current is None:
-            return None
-        ids = [f"{doc_id}::summary::v{current.version}"]
-        hits = self._rank_scoped(self.summaries, embedding, 1, ids=ids, kind="summary")
-        return hits[0] if hits else None
 
     def search_chunks(
         self,

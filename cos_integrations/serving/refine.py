@@ -10,7 +10,9 @@ One round for a job ``(doc_id, query)`` (two to seven model calls):
    known silent and has not taken it (the fallback's next document), up to ``retarget``
    documents. A reply whose quote is not in the source, or whose answer is not in its quote,
    is ``rejected`` (unsupported), not recorded as silence;
-2. add the pair to the document's question bank (origin ``miss``, refinement split);
+2. keep the answer as a verified answer (:mod:`~cos_integrations.serving.answers`: the
+   query's next ask, or a close rewording, is served it with no model call) and add the
+   pair to the document's question bank (origin ``miss``, refinement split);
 3. evaluate the current summary on the bank, then teach it the query (``teach``):
    ``"extract"`` appends the source's own sentences that the quote covers
    (:func:`~cos_integrations.serving.hit_rule.quoted_sentences`; no model-written text),
@@ -51,6 +53,7 @@ from cos_integrations.defaults import (
 )
 from cos_integrations.errors import CoSError
 from cos_integrations.metrics import normalize_answer
+from cos_integrations.serving.answers import VerifiedAnswers
 from cos_integrations.serving.hit_rule import (
     GROUNDED_SCHEMA,
     GroundedReply,
@@ -312,6 +315,7 @@ class Refiner:
             why = f"{UNSUPPORTED} ({', '.join(failed)} failed)"
             return outcome("rejected", why, reply.answer, usage=run.usage)
         answer, quote = reply.answer or "", reply.quote or ""
+        await asyncio.to_thread(self._keep_answer, job, answer, quote, source)
         pair = QAPair(question=job.query, answers=[answer], split="train", origin="miss")
         store.add_question(job.doc_id, pair)
         # the missed question first: small models answering many questions in one call
@@ -339,6 +343,20 @@ class Refiner:
             await asyncio.to_thread(self.index.sync_document, job.doc_id)
         status = "suggested" if pinned else "published"
         return outcome(status, f"version {version}", answer, version, usage=run.usage)
+
+    def _keep_answer(self, job: RefineJob, answer: str, quote: str, source: str) -> None:
+        """The source's grounded answer, kept as a verified answer: the next ask of the
+        query (or a close rewording) is served it with no model call."""
+        similarity = self.index.hit_rule.answer_similarity
+        VerifiedAnswers(self.index).remember(
+            job.query,
+            answer,
+            "refine",
+            doc_id=job.doc_id,
+            text=source,
+            quote=quote,
+            bar=similarity if similarity is not None else 1.0,
+        )
 
     async def _read(self, source: str, query: str, run: ModelRun) -> GroundedReply:
         """One model reading of ``source`` for ``query``: its answer and verbatim quote

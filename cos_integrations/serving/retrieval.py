@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from cos_integrations.defaults import (
-    DEFAULT_ANSWERED_MISS_SIMILARITY,
+    ANSWER_CHECK_SIMILARITY,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_K,
     DEFAULT_REFINE_TEACH,
@@ -47,9 +46,9 @@ from cos_integrations.defaults import (
     HitContext,
     RefineTeach,
 )
-from cos_integrations.ingest import flatten_metadata
-from cos_integrations.metrics import is_unanswered, normalize_answer
+from cos_integrations.metrics import is_unanswered
 from cos_integrations.model import ChatModel
+from cos_integrations.serving.answers import NEIGHBOUR_MARGIN, VerifiedAnswers, entry_item
 from cos_integrations.serving.hit_rule import (
     GROUNDED_SCHEMA,
     GroundedReply,
@@ -63,11 +62,12 @@ from cos_integrations.serving.hit_rule import (
     sentence_windows,
 )
 from cos_integrations.serving.index import CoSIndex, SearchHit
+from cos_integrations.storage.answers import AnswerEntry
 from cos_integrations.summarize.config import CoSConfig
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages, grounded_messages
 from cos_integrations.summarize.questions import ParseError, parse_answers
 from cos_integrations.sync import offload, run_sync
-from cos_integrations.text import estimate_tokens, split_sentences, tokens_in
+from cos_integrations.text import estimate_tokens, split_sentences
 from cos_integrations.usage import Usage
 
 __all__ = [
@@ -94,14 +94,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RefineMode = Literal["queue", "background", "off"]
-
-# An answered miss's judge answer "agrees" with the refine job's when their token F1 is at
-# least this (e.g. "4" against "4 interceptions": 0.67) and they hold the same numbers
-# (:func:`~cos_integrations.serving.hit_rule.answers_agree`)
-AGREEMENT_F1 = 0.5
-# a query this close (cosine) to an answered miss's question takes its route too, and hits
-# only when the judge's answer agrees with the refine job's (defaults.py says why 0.95)
-PARAPHRASE_SIMILARITY = DEFAULT_ANSWERED_MISS_SIMILARITY
 
 
 @dataclass(frozen=True)
@@ -157,14 +149,14 @@ class RetrievalResult:
     checked before the judge; ``answered``, ``quoted``, ``in_quote``, ``not_echo``: the
     grounding, :func:`~cos_integrations.serving.hit_rule.grounding_checks`; ``in_source``,
     reported only: the answer occurs in the stored source), so a caller can see why a
-    query missed; ``judge_error`` says why a judge's reply could not be read (a miss). A
-    repeat of an answered miss (``HitRule.answered_misses``) adds ``answered_miss``,
-    ``evidence`` (the source sentence holding the refine job's answer was found and read
-    first) and ``agrees`` (the judge's answer is the job's; the repeat hits only then).
-    ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk vectors) or
-    ``"stored text"`` (no chunk vectors: the candidates' stored full text, chunked and
-    ranked on the fly). ``not_in_source``: refinement found every candidate's source silent
-    on this query before (the items are still the source chunks; no job is queued again).
+    query missed; ``judge_error`` says why a judge's reply could not be read (a miss).
+    ``served`` (``"exact"`` or ``"similar"``): the query was answered by a verified answer
+    (entry ``entry_id``) with no model call; its one item is the source sentence the answer
+    was verified on. ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk
+    vectors) or ``"stored text"`` (no chunk vectors: the candidates' stored full text,
+    chunked and ranked on the fly). ``not_in_source``: refinement found every candidate's
+    source silent on this query before (the items are still the source chunks; no job is
+    queued again).
 
     Examples:
         >>> chunk = SearchHit("lease.md::chunk-0", "lease.md", "Rent is due on the 1st.",
@@ -191,6 +183,8 @@ class RetrievalResult:
     fallback: str | None = None
     quote: str | None = None
     judge_error: str | None = None
+    served: str | None = None
+    entry_id: int | None = None
 
     @property
     def not_covered(self) -> bool:
@@ -334,9 +328,6 @@ class Decision:
     context: list[SearchHit] = field(default_factory=list)
     full: list[SearchHit] = field(default_factory=list)  # the context before a focused cut
     top: list[SearchHit] | None = None
-    doc_id: str | None = None  # the document it went to, when not the best summary's
-    # an answered miss: the answers a refine job found for the query in that document's source
-    known_answers: list[str] = field(default_factory=list)
     judge_answer: str | None = None
     quote: str | None = None
     judge_error: str | None = None
@@ -345,49 +336,16 @@ class Decision:
     judge_tokens: int = 0
 
 
-class _NearMisses:
-    """The answered misses' questions (:meth:`SummaryStore.answered_misses`) as unit query
-    vectors, read from the store as new ones come and embedded once each: the nearest to a
-    query's vector, for the paraphrase route (:data:`PARAPHRASE_SIMILARITY`)."""
-
-    def __init__(self, index: CoSIndex) -> None:
-        self.index = index
-        self.last = 0  # the newest store row read
-        self.questions: list[str] = []  # in the matrix's row order, one per question
-        self.seen: set[str] = set()
-        self.matrix: Any = None
-        self.lock = threading.Lock()
-
-    def nearest(self, embedding: list[float], at_least: float) -> tuple[str, list[str]] | None:
-        """The document and answers of the answered miss whose question is closest to
-        ``embedding``, when its cosine similarity is at least ``at_least``; else ``None``."""
-        import numpy as np
-
-        with self.lock:
-            added = []
-            for row_id, question, _, _ in self.index.store.answered_misses(self.last):
-                if normalize_answer(question) not in self.seen:
-                    self.seen.add(normalize_answer(question))
-                    self.questions.append(question)
-                    added.append(self.index.embedder.embed_query(question))
-                self.last = row_id
-            if added:
-                rows = np.asarray(added, dtype=np.float32)
-                rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-                self.matrix = rows if self.matrix is None else np.vstack([self.matrix, rows])
-            if self.matrix is None:
-                return None
-            query = np.asarray(embedding, dtype=np.float32)
-            scores = self.matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
-            best = int(np.argmax(scores))
-            if scores[best] < at_least:
-                return None
-        # the store decides which document of the question's answered misses is its route
-        return self.index.store.answered_miss(self.questions[best])
-
-
 class FallbackRetriever:
-    """Summaries first, full text on a miss, and a refine job for every miss.
+    """Verified answers first, then summaries, full text on a miss, and a refine job for
+    every miss.
+
+    An exact repeat of a question already answered from the source, or a question close
+    enough to one (``HitRule.answer_similarity``, :mod:`~cos_integrations.serving.answers`),
+    is served that answer with no model call (``answers=False`` switches the layer off).
+    An answer the caller then gives a miss from its chunks is kept the same way when the
+    source bears it out (:meth:`aremember`; :meth:`aanswer` does both), as are a hit's
+    answer found in the source and a refine job's.
 
     ``rule`` (a :class:`~cos_integrations.serving.hit_rule.HitRule`) decides a hit; ``None``: the
     index's (:attr:`CoSIndex.hit_rule`, the one it was calibrated with, else ``HitRule()``),
@@ -425,6 +383,7 @@ class FallbackRetriever:
         refine_config: CoSConfig | None = None,
         refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
         route_check: bool = True,
+        answers: bool = True,
         **legacy: object,
     ) -> None:
         rule = apply_legacy(rule, legacy, where="FallbackRetriever", base=index.hit_rule)
@@ -447,8 +406,10 @@ class FallbackRetriever:
         self.route_check = route_check
         self.hits = 0
         self.misses = 0
+        self.served = 0  # asks answered by a verified answer (counted in hits too)
+        self.answers = answers
+        self.verified = VerifiedAnswers(index)
         self._background: BackgroundRefiner | None = None
-        self._near_misses = _NearMisses(index)
         self._rule: HitRule | None = None
         self.rule = rule
 
@@ -486,97 +447,199 @@ class FallbackRetriever:
         """Decide hit or miss for ``query`` (``k`` summaries searched, default ``self.k``);
         ``llm`` overrides the retriever's model for this call's judge.
 
-        Route (the summary search, and the chunk search when the rule checks routing),
+        A verified answer serves an exact repeat or a close rewording with no model call;
+        else route (the summary search, and the chunk search when the rule checks routing),
         decide (threshold, routing, hit context, judge), then answer from the hit context
         or fall back to source chunks and queue a refine job."""
         k = self.k if k is None else k
         rule = self.rule
-        embedding, candidates = await offload(self._search, query, k)
-        if not candidates:
-            return RetrievalResult(query, False, [], "empty index")
+        model = llm or self.llm
+        embedding, near, candidates = await offload(self._search, query, k, rule)
         spent = Usage()
-        decision = await self._answered_miss(query, candidates, embedding, rule, k)
-        if decision is not None:
-            await self._judge(query, decision, embedding, llm or self.llm, rule)
-            if not decision.hit and decision.checks.get("paraphrase"):
-                # a paraphrase match the judge did not confirm: the usual route decides
-                spent, decision = decision.usage, None
-        if decision is None:
-            decision = await self._route(query, candidates, embedding, k, rule)
-            if not decision.reason:
-                relevant = [c for c in candidates if c.score >= self.threshold]
-                await self._build_context(query, decision, relevant, embedding, rule, k)
-            if decision.context:
-                await self._judge(query, decision, embedding, llm or self.llm, rule)
+        if near is not None:
+            served = await self._served(query, *near, model, rule, spent, embedding)
+            if served is not None:
+                return served
+        if not candidates:
+            return RetrievalResult(query, False, [], "empty index", usage=spent)
+        decision = await self._route(query, candidates, embedding, k, rule)
+        if not decision.reason:
+            relevant = [c for c in candidates if c.score >= self.threshold]
+            await self._build_context(query, decision, relevant, embedding, rule, k)
+        if decision.context:
+            await self._judge(query, decision, model, rule)
         decision.usage.add(spent)
         if decision.hit:
-            return await self._hit(query, candidates, decision, rule)
+            return await self._hit(query, candidates, decision, rule, embedding)
         return await self._miss(query, k, candidates, embedding, decision)
 
-    def _search(self, query: str, k: int) -> tuple[list[float], list[SearchHit]]:
-        """The query's embedding and its top-``k`` summaries (one worker-thread hop)."""
+    def _search(
+        self, query: str, k: int, rule: HitRule
+    ) -> tuple[list[float], tuple[AnswerEntry, float, str] | None, list[SearchHit]]:
+        """One worker-thread hop: a verified answer for an exact repeat (no embedding, no
+        search), else the query's embedding, the verified answer nearest to it (from
+        ``ANSWER_CHECK_SIMILARITY`` on, ``"similar"``) and its top-``k`` summaries."""
+        if self.answers:
+            exact = self.verified.exact(query)
+            if exact is not None:
+                return [], (exact, 1.0, "exact"), []
         embedding = self.index.embedder.embed_query(query)
-        return embedding, self.index.search_summaries(query, k, embedding=embedding)
+        near = None
+        if self.answers and rule.answer_similarity is not None:
+            found = self.verified.nearest(embedding, ANSWER_CHECK_SIMILARITY)
+            near = (*found, "similar") if found is not None else None
+        return embedding, near, self.index.search_summaries(query, k, embedding=embedding)
 
-    async def _answered_miss(
+    async def _served(
         self,
         query: str,
-        candidates: list[SearchHit],
-        embedding: list[float],
+        entry: AnswerEntry,
+        score: float,
+        how: str,
+        model: ChatModel | None,
         rule: HitRule,
-        k: int,
-    ) -> Decision | None:
-        """A query that missed before and whose answer a refine job then found in a
-        document's source (``rule.answered_misses``, judge ``"llm"``): that document's
-        sentence that holds the answer (the refine job's evidence, found again in the stored
-        source) in front of its summary and best chunk cut to the query like any hit
-        context, past the threshold and the routing check; ``None`` otherwise (the usual
-        route decides)."""
-        if not (rule.answered_misses and rule.judge == "llm"):
+        spent: Usage,
+        embedding: list[float],
+    ) -> RetrievalResult | None:
+        """A verified answer for ``query``: an exact repeat's, or a close question's from
+        the entry's bar on, served with no call; closer than the check's floor but under the
+        bar, served when the model, reading the entry's source sentence alone, gives the
+        same answer (one call, added to ``spent``; the question is then kept as an entry of
+        its own), else the entry's bar rises above ``score`` and ``None`` (the usual way)."""
+        bar = rule.answer_similarity if rule.answer_similarity is not None else 1.0
+        if how == "exact" or self.verified.serves(entry, query, score, bar):
+            return await self._serve(query, entry, score, how)
+        if model is None or rule.judge != "llm":
             return None
-        found = await offload(self.index.store.answered_miss, query)
-        paraphrase = found is None
-        if paraphrase:
-            found = await offload(self._near_misses.nearest, embedding, PARAPHRASE_SIMILARITY)
-        if found is None:
-            return None
-        doc_id, answers = found
-        best = next((c for c in candidates if c.doc_id == doc_id), None)
-        if best is None:
-            best = await offload(self.index.summary_hit, doc_id, embedding)
-        if best is None:  # deleted, or not indexed yet
-            return None
-        decision = Decision(doc_id=doc_id, known_answers=answers)
-        await self._build_context(query, decision, [best], embedding, rule, k)
-        evidence = await offload(self._evidence, doc_id, answers, best.score, embedding)
-        if evidence is not None:
-            decision.context = [evidence, *(h for h in decision.context if h.text != evidence.text)]
-            decision.full = [evidence, *decision.full]
-        decision.checks["answered_miss"] = True
-        decision.checks["evidence"] = evidence is not None
-        if paraphrase:
-            decision.checks["paraphrase"] = True
-        return decision if decision.context else None
+        doc = await offload(self.index.store.get_document, entry.doc_id)
+        item = entry_item(entry, score, how, source=doc.source if doc else "", title="")
+        reply, usage = await ask_grounded(model, query, [item])
+        spent.add(usage)
+        if answers_agree(reply.answer, [entry.answer]) and is_grounded(reply.answer, entry.quote):
+            await self._keep(
+                query, entry.answer, "check", entry.doc_id, entry.quote, embedding=embedding
+            )
+            served = await self._serve(query, entry, score, "checked")
+            served.usage = spent
+            return served
+        log.info(
+            "%r asks something else than %r (%r): its bar rises",
+            query,
+            entry.question,
+            reply.answer,
+        )
+        await offload(self.index.store.raise_bar, entry.id, min(score + NEIGHBOUR_MARGIN, 1.0))
+        return None
 
-    def _evidence(
-        self, doc_id: str, answers: list[str], score: float, embedding: list[float]
-    ) -> SearchHit | None:
-        """The sentence of ``doc_id``'s stored source that holds one of ``answers`` (every
-        token) and is closest to the query by the embedding (what the refine job quoted),
-        as a source chunk of that document; ``None`` when the source no longer says it."""
-        import numpy as np
+    async def _serve(
+        self, query: str, entry: AnswerEntry, score: float, how: str
+    ) -> RetrievalResult:
+        """A verified answer, served: counted as a hit (and an ``answer`` event), its
+        source sentence as the one item."""
+        store = self.index.store
+        doc = await offload(store.get_document, entry.doc_id)
+        item = entry_item(
+            entry,
+            score,
+            how,
+            source=(doc.source if doc else "") or entry.doc_id,
+            title=(doc.title if doc else "") or entry.doc_id,
+        )
+        item.metadata["cos_hit"] = True
+        self.hits += 1
+        self.served += 1
+        await offload(store.note_served, entry.id)
+        await offload(store.record_event, "answer", entry.doc_id, query)
+        reason = (
+            "a verified answer to the same question"
+            if how == "exact"
+            else f"a verified answer to a question {score:.3f} close"
+        )
+        return RetrievalResult(
+            query,
+            True,
+            [item],
+            reason,
+            answer=entry.answer,
+            quote=entry.quote,
+            served=how,
+            entry_id=entry.id,
+        )
 
-        doc = self.index.store.get_document(doc_id)
-        if doc is None:
+    def remember(self, result: RetrievalResult, answer: str | None) -> AnswerEntry | None:
+        """Sync wrapper of :meth:`aremember`."""
+        return run_sync(self.aremember(result, answer), inline=True)
+
+    async def aremember(self, result: RetrievalResult, answer: str | None) -> AnswerEntry | None:
+        """Keep ``answer``, which the caller gave ``result``'s miss from its items, as a
+        verified answer when a sentence of those items holds it and that sentence is in
+        its document's current source; the next ask of the question (or a close rewording)
+        is then served it with no model call. ``None``: not kept (a hit, no answer, not in
+        the items, or the layer is off)."""
+        if not self.answers or result.hit or not answer or is_unanswered(answer):
             return None
-        holding = [s for s in split_sentences(doc.text) if any(tokens_in(a, s) for a in answers)]
-        if not holding:
-            return None
-        vectors = np.asarray(self.index.embedder.embed_documents(holding), dtype=np.float32)
-        sentence = holding[int(np.argmax(vectors @ np.asarray(embedding, dtype=np.float32)))]
-        where = {"doc_id": doc_id, "source": doc.source, "title": doc.title}
-        meta = flatten_metadata(where) | {"cos_kind": "chunk", "cos_evidence": True}
-        return SearchHit(f"{doc_id}::evidence", doc_id, sentence, score, meta, "chunk")
+        for item in result.items:
+            entry = await self._keep(result.query, answer, "miss", item.doc_id, item.text)
+            if entry is not None:
+                return entry
+        return None
+
+    async def _keep(
+        self,
+        query: str,
+        answer: str | None,
+        origin: str,
+        doc_id: str,
+        text: str,
+        *,
+        quote: str | None = None,
+        version: int | None = None,
+        embedding: list[float] | None = None,
+    ) -> AnswerEntry | None:
+        """:meth:`VerifiedAnswers.remember` in a worker thread, at this rule's bar."""
+        return await offload(
+            self.verified.remember,
+            query,
+            answer,
+            origin,
+            doc_id=doc_id,
+            text=text,
+            quote=quote,
+            version=version,
+            bar=self._bar(),
+            embedding=embedding,
+        )
+
+    def answer(self, query: str, *, k: int | None = None, llm: ChatModel | None = None):
+        """Sync wrapper of :meth:`aanswer`."""
+        return run_sync(self.aanswer(query, k=k, llm=llm), inline=True)
+
+    async def aanswer(
+        self, query: str, *, k: int | None = None, llm: ChatModel | None = None
+    ) -> RetrievalResult:
+        """:meth:`aretrieve`, and on a miss the model's answer from the chunks it returned
+        (one call, the answer prompt of plain chunk RAG, :func:`ask`), kept as a verified
+        answer when the source bears it out (:meth:`aremember`). The result's ``answer``
+        is the answer either way; ``usage`` counts every call made.
+
+        Examples:
+            >>> result = await retriever.aanswer("When is rent due?")   # doctest: +SKIP
+            >>> result.answer, result.hit, result.served                 # doctest: +SKIP
+            ('the 1st', True, 'exact')
+        """
+        result = await self.aretrieve(query, k=k, llm=llm)
+        model = llm or self.llm
+        if result.answer is None and result.items and model is not None:
+            answer, usage = await ask(model, query, result.items)
+            result.usage.add(usage)
+            result.answer = answer
+            if not result.hit:
+                await self.aremember(result, answer)
+        return result
+
+    def _bar(self) -> float:
+        similarity = self.rule.answer_similarity
+        return similarity if similarity is not None else 1.0
 
     async def _route(
         self,
@@ -662,7 +725,6 @@ class FallbackRetriever:
         self,
         query: str,
         decision: Decision,
-        embedding: list[float],
         llm: ChatModel | None,
         rule: HitRule,
     ) -> None:
@@ -678,16 +740,6 @@ class FallbackRetriever:
         decision.judge_tokens = sum(estimate_tokens(h.text) for h in context)
         decision.checks |= await offload(self._checks, reply, query, context, rule)
         failed = rule.failed(decision.checks)
-        if decision.known_answers:
-            # an answered miss: the route stands only when the judge gives the answer the
-            # refine job found in the full source (a repeat is then as right as the source;
-            # a paraphrase may ask something else, and its answer decides)
-            agrees = answers_agree(
-                decision.judge_answer, decision.known_answers, min_f1=AGREEMENT_F1
-            )
-            decision.checks["agrees"] = agrees
-            if not agrees:
-                failed.append("agrees")
         decision.hit = not failed
         decision.reason = (
             "summaries answer the query"
@@ -698,23 +750,43 @@ class FallbackRetriever:
         )
 
     async def _hit(
-        self, query: str, candidates: list[SearchHit], decision: Decision, rule: HitRule
+        self,
+        query: str,
+        candidates: list[SearchHit],
+        decision: Decision,
+        rule: HitRule,
+        embedding: list[float],
     ) -> RetrievalResult:
         """Count and record a hit; ``"summaries"`` returns the top-k summaries, best first
-        (the hit was decided on those that clear the threshold), otherwise (and for an
-        answered miss) what the answer came from."""
+        (the hit was decided on those that clear the threshold), otherwise what the answer
+        came from. A judge's answer that the document's source holds is kept as a verified
+        answer."""
         self.hits += 1
-        top_summaries = rule.context == "summaries" and decision.doc_id is None
-        items = [*candidates] if top_summaries else decision.context
+        best = candidates[0]
+        items = [*candidates] if rule.context == "summaries" else decision.context
         for h in items:
             h.metadata["cos_hit"] = True
         await offload(
             self.index.store.record_event,
             "hit",
-            decision.doc_id or candidates[0].doc_id,
+            best.doc_id,
             query,
             context_tokens=sum(estimate_tokens(h.text) for h in items),
         )
+        if self.answers and decision.checks.get("in_source"):
+            doc = await offload(self.index.store.get_document, best.doc_id)
+            if doc is not None:
+                version = best.metadata.get("cos_version")
+                await self._keep(
+                    query,
+                    decision.judge_answer,
+                    "hit",
+                    best.doc_id,
+                    doc.text,
+                    quote=decision.quote,
+                    version=version,
+                    embedding=embedding,
+                )
         return RetrievalResult(
             query,
             True,

@@ -32,8 +32,9 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("not_in_source", ("doc_id", "norm")),
     ("events", ("id",)),
     ("actions", ("id",)),
+    ("answers", ("id",)),
 )
-_IDENTITY = {"questions", "refine_jobs", "events", "actions"}  # integer ids to carry on
+_IDENTITY = {"questions", "refine_jobs", "events", "actions", "answers"}  # integer ids to carry on
 
 
 @dataclass

@@ -26,10 +26,9 @@ __all__ = ["ALREADY_HELD", "STILL_MISSES", "UNSUPPORTED", "RefineJob", "RefineQu
 
 # Why a refine job's extractive teaching did not publish: a rejected job's stored result.
 # ALREADY_HELD means the document is right (its summary already holds the source's
-# answering sentence), so a repeat of the query is routed there like a taught one
-# (SummaryStore.answered_miss); the other two send the query on to the next document of
-# the chunk ranking (Refiner's retarget): such a source has likely read a sibling passage's
-# fact (measured: tiered-5-retry).
+# answering sentence); the other two send the query on to the next document of the chunk
+# ranking (Refiner's retarget): such a source has likely read a sibling passage's fact
+# (measured: tiered-5-retry). The source's answer is kept as a verified answer either way.
 UNSUPPORTED = "the source does not bear the answer out (its quote is not the source's, or lacks it)"
 ALREADY_HELD = "the summary already holds the source's sentence that answers the query"
 STILL_MISSES = "the summary with the source's sentence still does not answer the query"
@@ -52,12 +51,18 @@ class RefineJob:
     updated_at: float | None = None
 
 
+# a job that ran to an outcome (not one that failed, was dropped or is still open)
+_RAN = "'published', 'suggested', 'rejected', 'not_in_source'"
+
+
 class RefineQueue(StorePart):
     """Queue operations over the store's connection."""
 
     def enqueue(self, doc_id: str, query: str) -> int | None:
         """Queue a refine job; a pending job with the same normalised query is reused.
-        Returns the job id, or ``None`` when the query is known not to be in the source."""
+        Returns the job id, or ``None`` when the query is known not to be in the source,
+        or a job already ran for it on the document's current text (whatever it found, a
+        second round on the same text and question would find it again)."""
         norm = normalize_answer(query)
         now = time.time()
         with self._tx() as tx:
@@ -65,11 +70,22 @@ class RefineQueue(StorePart):
                 "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?", (doc_id, norm)
             ).fetchone():
                 return None
+            doc = tx.execute("SELECT content_hash FROM documents WHERE doc_id=?", (doc_id,))
+            digest = (doc.fetchone() or [None])[0]
+            if (
+                digest is not None
+                and tx.execute(
+                    "SELECT 1 FROM refine_jobs WHERE doc_id=? AND norm=? AND content_hash=?"
+                    f" AND status IN ({_RAN})",
+                    (doc_id, norm, digest),
+                ).fetchone()
+            ):
+                return None
             # the open-job unique index makes a concurrent duplicate a no-op, not an error
             row = tx.execute(
                 "INSERT OR IGNORE INTO refine_jobs(doc_id, query, norm, status, created_at,"
-                " updated_at) VALUES(?,?,?,'pending',?,?) RETURNING id",
-                (doc_id, query, norm, now, now),
+                " updated_at, content_hash) VALUES(?,?,?,'pending',?,?,?) RETURNING id",
+                (doc_id, query, norm, now, now, digest),
             ).fetchone()
             if row is None:
                 row = tx.execute(

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cos_integrations.storage.answers import AnswerEntries, AnswerEntry
 from cos_integrations.storage.db import StoreError, open_backend, redact_url
 from cos_integrations.storage.records import Action, DocumentRecord, DocumentRow, SummaryVersion
 from cos_integrations.storage.refine_queue import RefineJob, RefineQueue
@@ -37,6 +38,7 @@ __all__ = [
     "DocumentRecord",
     "SummaryVersion",
     "RefineJob",
+    "AnswerEntry",
     "Action",
     "DocumentRow",
     "content_hash",
@@ -44,7 +46,7 @@ __all__ = [
     "OVERVIEW_FILTERS",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
@@ -152,8 +154,30 @@ _SCHEMA_V3 = """
 CREATE INDEX IF NOT EXISTS questions_norm ON questions (norm, origin);
 """
 
+# Version 4: verified answers (storage/answers.py), served again without a model call, and
+# the text a refine job read (a job that could not teach is not run again on that text).
+_SCHEMA_V4 = """
+CREATE TABLE IF NOT EXISTS answers (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    key TEXT NOT NULL UNIQUE,
+    answer TEXT NOT NULL,
+    quote TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    version INTEGER,
+    citation TEXT NOT NULL DEFAULT '',
+    bar REAL,
+    served INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS answers_doc ON answers (doc_id);
+ALTER TABLE refine_jobs ADD COLUMN content_hash TEXT;
+"""
+
 # Each migration takes the schema from version N-1 to N. Version 1 is the base schema.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 
 
 def content_hash(text: str) -> str:
@@ -161,7 +185,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class SummaryStore(SummaryVersions, RefineQueue, TrafficLog):
+class SummaryStore(SummaryVersions, RefineQueue, TrafficLog, AnswerEntries):
     """Durable state in SQLite (a file, WAL, busy timeout; the default) or PostgreSQL
     (``postgresql://...``); safe across threads and processes on both.
 
@@ -233,7 +257,11 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog):
 
     # ------------------------------------------------------------------ documents
     def upsert_document(self, doc_id: str, text: str, *, source: str = "", title: str = "") -> bool:
-        """Record a document's text; returns True when it is new or its content changed."""
+        """Record a document's text; returns True when it is new or its content changed.
+
+        A changed text drops what was verified on the old one: the document's verified
+        answers, its "not in source" records and the questions misses added to its bank
+        (a refine job read them off the old text); a later ask reads the new text."""
         digest = content_hash(text)
         now = time.time()
         with self._tx() as tx:
@@ -257,6 +285,10 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog):
                 " ELSE status END WHERE doc_id=?",
                 (source, title, digest, text, now, changed, doc_id),
             )
+            if changed:
+                self.drop_answers(doc_id, tx)
+                tx.execute("DELETE FROM not_in_source WHERE doc_id=?", (doc_id,))
+                tx.execute("DELETE FROM questions WHERE doc_id=? AND origin='miss'", (doc_id,))
             return changed
 
     def get_document(self, doc_id: str) -> DocumentRecord | None:
@@ -282,7 +314,7 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog):
 
     def delete_document(self, doc_id: str) -> None:
         with self._tx() as tx:
-            for table in ("documents", "summary_versions", "questions", "not_in_source"):
+            for table in ("documents", "summary_versions", "questions", "not_in_source", "answers"):
                 tx.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
             tx.execute("DELETE FROM refine_jobs WHERE doc_id=? AND status='pending'", (doc_id,))
 

@@ -20,10 +20,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cos_integrations.metrics import normalize_answer
 from cos_integrations.storage.db import StoreError, StorePart
 from cos_integrations.storage.records import DocumentRecord, SummaryVersion
-from cos_integrations.storage.refine_queue import ALREADY_HELD
 from cos_integrations.summarize.questions import QAPair
 from cos_integrations.summarize.result import CoSResult
 
@@ -310,46 +308,6 @@ class SummaryVersions(StorePart):
         return [
             QAPair(question=r[0], answers=json.loads(r[1]), split=r[2], origin=r[3]) for r in rows
         ]
-
-    def answered_miss(self, query: str) -> tuple[str, list[str]] | None:
-        """The document whose source a refine job found answering ``query`` when it missed
-        (the query in its bank with origin ``miss``) and the answers it found there, or
-        ``None``. Where several sources answered (a job that taught nothing goes on to the
-        next document), the latest whose summary a job taught the query (published or
-        suggested) or found already holding its answer (:data:`ALREADY_HELD`), else the first
-        that answered: the chunk ranking's best."""
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT q.doc_id, q.answers, EXISTS(SELECT 1 FROM refine_jobs j"
-                " WHERE j.doc_id=q.doc_id AND j.norm=q.norm"
-                " AND (j.status IN ('published','suggested')"
-                " OR (j.status='rejected' AND j.result=?))) FROM questions q"
-                " WHERE q.norm=? AND q.origin='miss' ORDER BY q.id",
-                (ALREADY_HELD, normalize_answer(query.strip())),
-            )
-            .fetchall()
-        )
-        if not rows:
-            return None
-        taught = [r for r in rows if r[2]]
-        row = taught[-1] if taught else rows[0]
-        return str(row[0]), list(json.loads(row[1]))
-
-    def answered_misses(self, after: int = 0) -> list[tuple[int, str, str, list[str]]]:
-        """Every query a refine job found answered in a document's source when it missed
-        (bank rows of origin ``miss``), oldest first, as ``(row id, question, document,
-        answers)``; ``after``: only rows past that id (a reader keeping up with new ones)."""
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT id, question, doc_id, answers FROM questions"
-                " WHERE origin='miss' AND id>? ORDER BY id",
-                (after,),
-            )
-            .fetchall()
-        )
-        return [(int(r[0]), str(r[1]), str(r[2]), list(json.loads(r[3]))) for r in rows]
 
     def add_question(self, doc_id: str, pair: QAPair) -> bool:
         with self._tx() as tx:

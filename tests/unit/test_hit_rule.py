@@ -55,7 +55,10 @@ def test_a_rule_is_frozen_validated_and_round_trips():
     assert hash(rule) == hash(HitRule(judge="llm", threshold=0.82, focus_sentences=2))
     # options left out (None) keep the rule's value
     assert rule.with_options(threshold=None, judge=None) is rule
-    assert rule.with_options(answered_misses=False).answered_misses is False
+    assert rule.with_options(answer_similarity=None).answer_similarity == 0.98
+    assert rule.with_options(answer_similarity=0.9).answer_similarity == 0.9
+    with pytest.warns(DeprecationWarning, match="answered_misses"):
+        assert HitRule(answered_misses=False) == HitRule()  # the route verified answers replaced
 
 
 def test_check_reports_every_check_and_failed_names_the_required_ones():
@@ -199,7 +202,7 @@ def test_each_step_of_aretrieve_on_its_own(filled):
     assert routed.context and all(h.metadata.get("cos_focused") for h in routed.context)
     assert [h.kind for h in routed.full] == ["summary", "chunk"] and not routed.hit
     # the judge: the model's answer and the rule's checks decide
-    asyncio.run(ret._judge(q, routed, emb, model, rule))
+    asyncio.run(ret._judge(q, routed, model, rule))
     assert routed.hit and routed.judge_answer == "value 1b" and routed.checks["quoted"]
     assert routed.quote == "The garden item 1 is value 1b."
     # a similarity-only rule: the context decides, no model call; it is the best summary
@@ -248,13 +251,13 @@ def test_the_cli_levers_reach_every_rule_field_they_name():
     from cos_integrations.cli.common import rule_levers
 
     rule = HitRule(judge="llm")
-    levers = rule_levers(None, 0.9, None, False, verify_route=True)
+    levers = rule_levers(None, 0.9, None, 0.95, verify_route=True, answered_misses=False)
     changed = rule.with_options(**levers)
-    assert changed.answered_misses is False and changed.threshold == 0.9
-    assert changed.judge == "llm" and "verify_route" not in levers
+    assert changed.answer_similarity == 0.95 and changed.threshold == 0.9
+    assert changed.judge == "llm" and not {"verify_route", "answered_misses"} & set(levers)
     assert set(levers) <= set(HIT_RULE_FIELDS)
     kept = rule.with_options(**rule_levers(None, None, None))
-    assert kept == rule and kept.answered_misses is True  # the default
+    assert kept == rule and kept.answer_similarity == 0.98  # the default
 
 
 def test_the_best_summary_alone_is_deprecated_and_still_works(capsys):

@@ -9,9 +9,10 @@ from fakes import ScriptedFakeModel, facts, make_document
 from cos_integrations import ChainOfSummaries, CoSConfig
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving import retrieval
-from cos_integrations.serving.hit_rule import GROUNDING_CHECKS, HitRule
+from cos_integrations.serving.hit_rule import HitRule
 from cos_integrations.serving.refine import BackgroundRefiner, Refiner
 from cos_integrations.serving.retrieval import FallbackRetriever
+from cos_integrations.storage.answers import question_key
 from cos_integrations.storage.refine_queue import STILL_MISSES
 from cos_integrations.summarize.questions import QAPair
 
@@ -121,152 +122,157 @@ def test_refine_once_publishes_and_the_query_then_hits(filled):
     assert index.store.jobs()[0].status == "published"
 
 
-# the usual route never hits (threshold 0.99): only a repeat of an answered miss can
-UNREACHABLE = SUMMARY_ONLY.model_copy(update={"threshold": 0.99, "answered_misses": True})
+# the usual route never hits (threshold 0.99): only a verified answer can serve
+UNREACHABLE = SUMMARY_ONLY.model_copy(update={"threshold": 0.99})
 
 
-def test_a_miss_whose_source_answered_it_hits_when_asked_again(filled):
-    """Issue 26 item 5: the repeat goes to the document whose source answered it, past the
-    threshold; an unseen query does not, and the rule can turn it off."""
+def test_a_miss_whose_source_answered_it_is_served_when_asked_again(filled):
+    """Issue 56 items 1-2: a refine job's grounded answer is kept as a verified answer and
+    an exact repeat (any case, spacing, punctuation) is served it with no model call, the
+    source sentence as what was retrieved; an unseen query is not, and the layer can be
+    switched off."""
     index, engine, model = filled
     ret = retriever(index, model, rule=UNREACHABLE)
     q = "What is the parking item 7?"
     first = ret.retrieve(q)
     assert not first.hit and first.reason.startswith("best similarity")
-    assert not ret.retrieve(q).hit  # no job has run yet
-    assert index.store.answered_miss(q) is None
+    assert not ret.retrieve(q).hit  # no job has run yet, and the caller gave no answer
+    assert ret.verified.exact(q) is None
     assert [o.status for o in Refiner(index, engine).run_once()] == ["published"]
-    found = index.store.answered_miss("  what is the PARKING item 7 ")  # normalised
-    assert found == ("parking", ["value 7h"])
+    entry = ret.verified.exact("  what is the PARKING item 7 ")  # normalised
+    assert (entry.doc_id, entry.answer, entry.origin) == ("parking", "value 7h", "refine")
+    assert entry.quote == "The parking item 7 is value 7h."  # the source's own sentence
+    assert entry.content_hash == index.store.get_document("parking").content_hash
+    calls = len(model.calls)
     again = ret.retrieve(q)
-    assert again.hit and again.answer == "value 7h" and again.checks["answered_miss"]
-    # the source's answering sentence in front of the summary that now holds it too
-    assert [(h.doc_id, h.kind) for h in again.items] == [
-        ("parking", "chunk"),
-        ("parking", "summary"),
-    ]
-    assert index.store.event_counts()["hit"] == 1
-    assert not ret.retrieve("What is the parking item 6?").hit  # never asked: the usual route
-    off = UNREACHABLE.model_copy(update={"answered_misses": False})
-    assert not retriever(index, model, rule=off).retrieve(q).hit
-    assert HitRule().answered_misses is True  # measured (tiered-5-agree): the default
-    # a recorded document outside the top-k: its summary read by id, as a search returns it
-    emb = index.embedder.embed_query(q)
-    far = index.summary_hit("lease", emb)
-    assert far.doc_id == "lease" and far.kind == "summary" and far.id == "lease::summary::v1"
-    searched = [h for h in index.search_summaries(q, 3, embedding=emb) if h.doc_id == "lease"]
-    assert far.score == pytest.approx(searched[0].score, abs=1e-4)
+    assert again.hit and again.served == "exact" and again.answer == "value 7h"
+    assert len(model.calls) == calls and again.usage.calls == 0  # no model call
+    [item] = again.items
+    assert item.kind == "answer" and item.text == entry.quote and item.doc_id == "parking"
+    assert item.metadata["cos_answer"] == "value 7h" and item.metadata["cos_hit"] is True
+    assert again.citations[0].source == "parking.txt"
+    counts = index.store.event_counts()
+    assert counts["answer"] == 1 and counts["miss"] == 2 and "hit" not in counts  # once an ask
+    assert (ret.hits, ret.served, ret.misses) == (1, 1, 2)
+    assert not ret.retrieve("What is the parking item 6?").hit  # never answered
+    assert not retriever(index, model, rule=UNREACHABLE, answers=False).retrieve(q).hit
 
 
-def test_an_answered_miss_still_needs_the_judge(filled):
-    """The recorded document is where the query goes, not a hit by itself: when its summary
-    cannot answer, the judge's checks keep it a miss."""
-
+def test_a_miss_answered_from_its_chunks_is_kept_when_the_source_holds_the_answer(filled):
+    """aremember: the answer a caller gave a miss from its chunks is kept when a sentence of
+    the chunks holds it (no refine job needed); an answer the chunks do not hold is not."""
     index, _, model = filled
+    ret = retriever(index, model, rule=UNREACHABLE, refine_on_miss="off")
     q = "What is the garden item 6?"
-    pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
-    index.store.add_question("lease", pair)  # recorded on a document that does not say it
-    r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
-    assert not r.hit and r.checks.get("answered_miss") and r.checks["answered"] is False
-    assert r.items and r.items[0].kind == "chunk"  # the usual fallback answers it
-
-
-def test_an_answered_miss_reads_the_sentence_its_source_answered_with(filled):
-    """The repeat's context holds the source sentence that answered the miss (found again
-    in the stored text) even when no teaching put it in the summary: the judge reads it."""
-    from cos_integrations.summarize.questions import QAPair
-
-    index, _, model = filled
-    q = "Tell me: What is the garden item 6?"  # not a bank question already
-    assert "value 6g" not in index.store.current_summary("garden").text
-    pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
-    index.store.add_question("garden", pair)  # a refine job found it; its teaching was rejected
-    r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
-    assert r.hit and r.answer == "value 6g" and r.checks["evidence"]
-    evidence = r.items[0]
-    assert evidence.kind == "chunk" and evidence.metadata["cos_evidence"] is True
-    assert evidence.doc_id == "garden" and evidence.text == "The garden item 6 is value 6g."
-    assert "value 6g" not in "".join(h.text for h in r.items[1:])
-    # the source no longer says it (the answer recorded is not in it): no evidence, a miss
-    pair = QAPair(question="Say: What is the lease item 5?", answers=["value 9z"], origin="miss")
-    index.store.add_question("lease", pair)
-    gone = retriever(index, model, rule=UNREACHABLE).retrieve(pair.question)
-    assert not gone.hit and gone.checks["evidence"] is False
-
-
-def test_an_answered_miss_hits_only_with_the_jobs_answer(filled):
-    """A repeat of an answered miss hits only when the judge gives the answer the refine
-    job found in the full source (``agrees``): a grounded answer that is not the source's
-    is a miss, and the repeat reads the source chunks as its first ask did."""
-    from cos_integrations.summarize.questions import QAPair
-
-    index, _, model = filled
-    q = "Tell me quickly please, for the records: What is the garden item 6?"
-    pair = QAPair(question=q, answers=["value 6g"], split="train", origin="miss")
-    index.store.add_question("garden", pair)
-    r = retriever(index, model, rule=UNREACHABLE).retrieve(q)
-    assert r.hit and r.answer == "value 6g" and r.checks["agrees"] is True
-    # recorded with another answer of the same source (item 5's): the judge reads the
-    # summary's item 1 and gives its value, grounded in the source, not the job's answer
-    other = "Tell me quickly please, for the files: What is the garden item 1?"
-    wrong = QAPair(question=other, answers=["value 5f"], split="train", origin="miss")
-    index.store.add_question("garden", wrong)
-    r = retriever(index, model, rule=UNREACHABLE).retrieve(other)
-    assert r.checks["answered_miss"] and r.checks["evidence"] and r.checks["agrees"] is False
-    assert r.judge_answer == "value 1b" and all(r.checks[c] for c in GROUNDING_CHECKS)
-    assert not r.hit and "agrees failed" in r.reason
-    assert r.items and all(h.kind == "chunk" for h in r.items)  # the source chunks
-
-
-def test_a_paraphrase_of_an_answered_miss_takes_its_route_when_the_answers_agree(
-    filled, monkeypatch
-):
-    """PARAPHRASE_SIMILARITY: a query this close to an answered miss's question goes to
-    its document too, and hits only when the judge's answer is the refine job's; one that
-    is as close but asks something else goes the usual way (its judge call counted)."""
-    from cos_integrations.summarize.questions import QAPair
-
-    index, _, model = filled
-    asked = "Tell me: What is the garden item 6?"
-    pair = QAPair(question=asked, answers=["value 6g"], split="train", origin="miss")
-    index.store.add_question("garden", pair)
-    assert [row[1:] for row in index.store.answered_misses()] == [(asked, "garden", ["value 6g"])]
-    paraphrase = "Tell me please: What is the garden item 6?"  # hashing cosine 0.88
-    assert retrieval.PARAPHRASE_SIMILARITY == 0.95  # measured (tiered-5-para2)
-    assert not retriever(index, model, rule=UNREACHABLE).retrieve(paraphrase).hit  # too far
-    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.85)
-    near = UNREACHABLE
-    r = retriever(index, model, rule=near).retrieve(paraphrase)
-    assert r.hit and r.answer == "value 6g"
-    assert r.checks["answered_miss"] and r.checks["paraphrase"] and r.checks["agrees"]
-    assert r.items[0].metadata["cos_evidence"] is True
-    # as close, another item: the judge reads item 6's sentence and does not give its answer
+    miss = ret.retrieve(q)
+    assert ret.remember(miss, "value 9z") is None  # not in what it read
+    assert ret.remember(miss, "I don't know") is None
+    entry = ret.remember(miss, "value 6g")
+    assert entry.origin == "miss" and entry.quote == "The garden item 6 is value 6g."
+    assert ret.retrieve("what is the garden item 6").served == "exact"
+    # aanswer does both: the chunk answer (one call), then kept
     calls = len(model.calls)
-    other = retriever(index, model, rule=near).retrieve("Tell me: What is the garden item 5?")
-    assert not other.hit and "paraphrase" not in other.checks
-    assert other.reason.startswith("best similarity")  # the usual route decided
-    assert other.usage.calls == len(model.calls) - calls == 1  # the paraphrase's judge call
-    # another item the summary holds: a right answer, but not the job's, so not by this
-    # route; the usual one (here reachable) hits with it, two judge calls in all
-    reachable = near.model_copy(update={"threshold": 0.1})
-    item1 = retriever(index, model, rule=reachable).retrieve("Tell me: What is the garden item 1?")
-    assert item1.hit and item1.answer == "value 1b" and "paraphrase" not in item1.checks
-    assert item1.usage.calls == 2
-    calls = len(model.calls)
-    # too far for the bar: the usual route, no judge call
-    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.9)
-    assert not retriever(index, model, rule=near).retrieve(paraphrase).hit
-    assert len(model.calls) == calls
-    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.85)
-    # a later answered miss is read in as it comes (the retriever keeps its vectors)
-    ret = retriever(index, model, rule=near)
-    assert not ret.retrieve("Tell me please: What is the lease item 5?").hit
-    late = QAPair(
-        question="Tell me: What is the lease item 5?", answers=["value 5f"], origin="miss"
+    res = ret.answer("What is the lease item 5?")
+    assert not res.hit and res.answer == "value 5f" and res.usage.calls == 1
+    assert len(model.calls) == calls + 1
+    served = ret.answer("What is the lease item 5?")
+    assert served.served == "exact" and served.answer == "value 5f" and served.usage.calls == 0
+    assert len(model.calls) == calls + 1
+
+
+def test_a_hit_whose_answer_the_source_holds_is_kept(filled):
+    index, _, model = filled
+    ret = retriever(index, model)
+    q = "What is the garden item 1?"
+    assert ret.retrieve(q).hit and ret.retrieve(q).served == "exact"
+    assert ret.verified.exact(q).origin == "hit"
+
+
+def test_a_verified_answer_is_never_served_for_a_text_it_was_not_verified_on(filled):
+    """Issue 56 item 4: change a fact of a document and ingest it again: the old answer is
+    not served (the entry, its vector, its "not in source" records and its miss questions
+    went with the old text); the new text's answer is found and kept in its place."""
+    index, engine, model = filled
+    ret = retriever(index, model, rule=UNREACHABLE, refine_on_miss="off")
+    q = "What is the lease item 5?"
+    assert ret.answer(q).answer == "value 5f"
+    assert ret.retrieve(q).served == "exact"
+    index.store.add_question(
+        "lease", QAPair(question=q, answers=["value 5f"], split="train", origin="miss")
     )
-    index.store.add_question("lease", late)
-    assert len(index.store.answered_misses(after=index.store.answered_misses()[0][0])) == 1
-    assert ret.retrieve("Tell me please: What is the lease item 5?").hit
+    index.store.enqueue("lease", "What is the lease item 99?")
+    job = index.store.lease("w")
+    index.store.finish_job(job.id, "w", "not_in_source")
+    assert index.store.not_in_source("lease", "What is the lease item 99?")
+    assert len(index.answers.get(where={"doc_id": "lease"})["ids"]) == 1
+    changed = make_document(8, topic="lease").replace("value 5f", "value 5x")
+    doc = SourceDocument(doc_id="lease", text=changed, source="lease.txt", title="Lease")
+    asyncio.run(index.aingest([doc], engine))
+    assert ret.verified.exact(q) is None and index.store.answers("lease") == []
+    assert index.answers.get(where={"doc_id": "lease"})["ids"] == []
+    assert not index.store.not_in_source("lease", "What is the lease item 99?")
+    assert not any(p.origin == "miss" for p in index.store.questions("lease"))
+    again = ret.answer(q)
+    assert not again.served and again.answer == "value 5x"  # read off the new text
+    served = ret.retrieve(q)
+    assert served.served == "exact" and served.answer == "value 5x"
+    verified_on = served.items[0].metadata["cos_verified_on"]
+    assert verified_on == index.store.get_document("lease").content_hash
+    # an entry made on the old text cannot be put in after the change either
+    assert index.store.put_answer("lease", "Q?", "a", "a.", "miss", content_hash="0" * 64) is None
+
+
+def test_a_close_rewording_is_served_and_a_near_duplicate_is_not(filled, monkeypatch):
+    """Issue 56 item 2: a question from the entry's bar on is served with no call; under it
+    but from the check's floor on, the model answers it from the entry's source sentence
+    alone (one call): the same answer serves it (and keeps it as an entry of its own),
+    another raises the entry's bar and the question goes the usual way."""
+    from cos_integrations.serving.hit_rule import HitRule
+
+    index, _, model = filled
+    monkeypatch.setattr(retrieval, "ANSWER_CHECK_SIMILARITY", 0.5)  # hashing embedder's scale
+    rule = UNREACHABLE.model_copy(update={"answer_similarity": 0.999})
+    ret = retriever(index, model, rule=rule, refine_on_miss="off")
+    asked = "Tell me: What is the garden item 6?"
+    assert ret.answer(asked).answer == "value 6g"
+    entry = ret.verified.exact(asked)
+    reworded = "Tell me please: What is the garden item 6?"  # hashing cosine 0.88
+    calls = len(model.calls)
+    r = ret.retrieve(reworded)
+    assert r.hit and r.served == "checked" and r.answer == "value 6g"
+    assert r.usage.calls == 1 and len(model.calls) == calls + 1
+    assert model.calls[-1][1][0]["content"].count("garden item") == 1  # the sentence alone
+    assert ret.verified.exact(reworded).origin == "check"
+    # as close, another item: the check gives another answer, the bar rises above it
+    other = "Tell me: What is the garden item 5?"
+    calls = len(model.calls)
+    r = ret.retrieve(other)
+    assert not r.hit and not r.served and r.usage.calls == 1
+    near = ret.verified.nearest(index.embedder.embed_query(other), 0.0)
+    assert near[0].bar is not None and near[0].bar > near[1]
+    # from the bar on: no call at all (the same numbers)
+    free = retriever(index, model, rule=rule.model_copy(update={"answer_similarity": 0.8}))
+    calls = len(model.calls)
+    third = free.retrieve("Tell me please: What is the garden item 6 ?")
+    assert third.served == "exact"  # the kept rewording, normalised
+    fourth = free.retrieve("Tell me please, What is the garden item 6?")
+    assert fourth.served in ("exact", "similar") and len(model.calls) == calls
+    # a number the entry's question does not name is never served without a check
+    assert not free.verified.serves(entry, "Tell me: What is the garden item 7?", 1.0, 0.8)
+    assert HitRule().answer_similarity == 0.98  # the default (BENCHMARKS.md)
+
+
+def test_near_verified_questions_with_different_answers_raise_each_others_bar(filled):
+    index, _, model = filled
+    rule = UNREACHABLE.model_copy(update={"answer_similarity": 0.8})  # hashing's scale
+    ret = retriever(index, model, rule=rule, refine_on_miss="off")
+    a = ret.answer("Tell me: What is the garden item 6?")
+    b = ret.answer("Tell me: What is the garden item 5?")
+    assert (a.answer, b.answer) == ("value 6g", "value 5f")
+    e5, e6 = ret.verified.exact(b.query), ret.verified.exact(a.query)
+    emb = index.embedder.embed_query(a.query)
+    sim = dict((e.id, s) for e, s in index.search_answers(emb, 4))[e5.id]
+    assert e6.bar == e5.bar == pytest.approx(min(sim + 0.005, 1.0), abs=1e-3)
 
 
 def test_a_silent_source_sends_the_job_to_the_next_document(filled):
@@ -277,13 +283,14 @@ def test_a_silent_source_sends_the_job_to_the_next_document(filled):
     assert index.store.enqueue("lease", q) is not None  # the fallback's top chunk was lease's
     only_its_own = Refiner(index, engine, retarget=1).run_once()
     assert [o.status for o in only_its_own] == ["not_in_source"]
-    assert index.store.answered_miss(q) is None  # retarget=1: lease only
+    assert index.store.answer_for(question_key(q)) is None  # retarget=1: lease only
     index.store.enqueue("parking", q)
     first, second = Refiner(index, engine).run_once()  # the default: 3 documents
     assert (first.doc_id, first.status) == ("parking", "not_in_source")
     assert "queued for garden" in first.reason
     assert (second.doc_id, second.status, second.answer) == ("garden", "published", "value 6g")
-    assert index.store.answered_miss(q) == ("garden", ["value 6g"])
+    entry = index.store.answer_for(question_key(q))
+    assert (entry.doc_id, entry.answer) == ("garden", "value 6g")
     # asked nowhere in the sources: every document of the ranking is tried once, then it stops
     nowhere = "Tell me: What is the garden item 99?"
     index.store.enqueue("garden", nowhere)
@@ -388,7 +395,8 @@ def test_extract_only_rejects_what_no_source_sentence_teaches(filled):
     assert "queued for" in outcome.reason
     assert sorted(o.doc_id for o in others) == ["garden", "parking"]
     assert {o.status for o in others} == {"not_in_source"}
-    assert index.store.answered_miss("What is the lease item 7?") == ("lease", ["value 7h"])
+    entry = index.store.answer_for(question_key("What is the lease item 7?"))
+    assert (entry.doc_id, entry.answer) == ("lease", "value 7h")  # the source's, kept
 
 
 def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document(
@@ -397,7 +405,7 @@ def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document
     """Issue 26 item 5 (tiered-5-retry): a source that answers from a sibling passage's fact
     (here: lease's "item 6" for the garden's) teaches its summary nothing; the query goes on
     to the next document, and a repeat goes where a summary was taught, not to the first
-    reader."""
+    reader; the source's answer is kept as a verified answer."""
     index, engine, model = filled
     q = "Tell me: What is the garden item 6?"
     index.store.enqueue("lease", q)  # the collection's top chunk was lease's
@@ -409,23 +417,11 @@ def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document
     assert first.reason.startswith(STILL_MISSES) and "queued for" in first.reason
     taught = [o for o in rest if o.status == "published"]
     assert [(o.doc_id, o.answer) for o in taught] == [("garden", "value 6g")]
-    assert [row[2] for row in index.store.answered_misses()] == ["lease", "garden"]
-    assert index.store.answered_miss(q) == ("garden", ["value 6g"])  # taught, though later
-    ret = retriever(index, model, rule=UNREACHABLE)
-    again = ret.retrieve(q)
-    assert again.hit and again.items[0].doc_id == "garden" and again.answer == "value 6g"
-    # two sources answered, no summary taught: the first reader (the chunk ranking's best)
-    other = "Tell me: What is the parking item 5?"
-    for doc_id in ("parking", "lease"):
-        pair = QAPair(question=other, answers=[f"{doc_id} 5"], split="train", origin="miss")
-        index.store.add_question(doc_id, pair)
-    assert index.store.answered_miss(other) == ("parking", ["parking 5"])
-    # a paraphrase of it takes the same route
-    monkeypatch.setattr(retrieval, "PARAPHRASE_SIMILARITY", 0.85)
-    para = retriever(index, model, rule=UNREACHABLE).retrieve(
-        "Tell me please: What is the garden item 6?"
-    )
-    assert para.hit and para.checks["paraphrase"] and para.items[0].doc_id == "garden"
+    # both sources bear the answer out: the first reading is the verified answer, served
+    entry = index.store.answer_for(question_key(q))
+    assert (entry.doc_id, entry.answer, entry.origin) == ("lease", "value 6g", "refine")
+    again = retriever(index, model, rule=UNREACHABLE).retrieve(q)
+    assert again.served == "exact" and again.answer == "value 6g"
 
 
 def test_teach_must_be_a_known_mode(filled):
@@ -629,7 +625,7 @@ def test_only_the_models_own_no_answer_records_a_silent_source(index):
     assert "in_quote failed" in outcomes[0].reason and "quoted" in outcomes[1].reason
     assert "unreadable reply" in outcomes[2].reason
     assert [index.store.not_in_source("garden", q) for q in replies] == [False] * 3 + [True]
-    assert all(index.store.answered_miss(q) is None for q in replies)
+    assert all(index.store.answer_for(question_key(q)) is None for q in replies)
     # a quoted answer from the same source is taught as before: the quoted sentence
     index.store.enqueue("garden", "What is the garden item 3?")
     assert [(o.status, o.answer) for o in Refiner(index, engine).run_once()] == [

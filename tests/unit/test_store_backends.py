@@ -14,8 +14,9 @@ from cos_integrations.embedded.embeddings import HashingEmbedder
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.index import CoSIndex
 from cos_integrations.serving.stats import compute_stats
+from cos_integrations.storage.answers import question_key
 from cos_integrations.storage.db import StoreError, redact_url
-from cos_integrations.storage.refine_queue import ALREADY_HELD, STILL_MISSES, UNSUPPORTED
+from cos_integrations.storage.refine_queue import STILL_MISSES
 from cos_integrations.storage.store import SCHEMA_VERSION, SummaryStore
 from cos_integrations.summarize.questions import QAPair
 
@@ -116,34 +117,70 @@ def test_lease_prefers_free_documents_and_a_conflict_spends_no_attempt(store):
     assert store.job(a2).error == "boom"
 
 
-def test_an_answered_miss_routes_to_the_taught_document_else_the_first_reader(store):
-    """Several sources answered a missed query (a job that taught nothing goes on down the
-    ranking): the route is the latest document a job taught or found already holding the
-    answer, else the first that answered; ``outcomes`` says where the query was taken and
-    what came of it."""
+def test_verified_answers_keep_the_strongest_reading_of_the_current_text(store):
+    """Issue 56 items 1 and 4, on both backends: an entry per question key; a weaker
+    reading never replaces a stronger one, a stronger one does; an entry is served only for
+    the text it was verified on, and a changed text drops it."""
     q = "When is rent due?"
-    for d in ("d1", "d2", "d3", "d4"):
-        store.upsert_document(d, "text")
-    assert store.answered_miss(q) is None and store.outcomes(q) == {}
+    store.upsert_document("d1", "Rent is due on the 5th. Water is paid by the owner.")
+    store.upsert_document("d2", "Rent is due on the 1st.")
+    assert store.answer_for(question_key(q)) is None
+    hit = store.put_answer("d1", q, "the 5th", "Rent is due on the 5th.", "hit", version=1)
+    assert (hit.origin, hit.version, hit.served, hit.bar) == ("hit", 1, 0, None)
+    assert store.put_answer("d2", q, "the 1st", "Rent is due on the 1st.", "check") is None
+    miss = store.put_answer(
+        "d2", " when is RENT due ", "the 1st", "Rent is due on the 1st.", "miss"
+    )
+    assert miss.id != hit.id and store.answer_for(question_key(q)).doc_id == "d2"
+    assert store.put_answer("d1", q, "the 5th", "Rent is due on the 5th.", "miss") is None
+    refine = store.put_answer("d1", q, "the 5th", "Rent is due on the 5th.", "refine")
+    assert store.answer_for(question_key(q)).id == refine.id
+    assert store.answer_ids([hit.id, miss.id, refine.id]) == [refine.id]
+    with pytest.raises(ValueError, match="origin"):
+        store.put_answer("d1", q, "a", "b", "guess")
+    water = store.put_answer(
+        "d1", "Who pays water?", "the owner", "Water is paid by the owner.", "miss"
+    )
+    store.raise_bar(water.id, 0.97)
+    store.raise_bar(water.id, 0.95)  # a bar never falls this way
+    store.note_served(water.id)
+    assert store.answers_by_id([water.id])[water.id].bar == pytest.approx(0.97)
+    assert store.answers_by_id([water.id])[water.id].served == 1
+    assert [e.id for e in store.answers("d1")] == [refine.id, water.id]
+    # a text that changed: its entries go, the unchanged document's stay
+    assert (
+        store.upsert_document("d1", "Rent is due on the 5th. Water is paid by the owner.") is False
+    )
+    assert len(store.answers("d1")) == 2
+    store.upsert_document("d1", "Rent is due on the 7th.")
+    assert store.answers("d1") == [] and store.answer_for(question_key(q)) is None
+    assert store.answers_by_id([water.id]) == {}
+    old = store.get_document("d2").content_hash
+    store.put_answer("d2", q, "the 1st", "Rent is due on the 1st.", "miss", content_hash=old)
+    assert store.answer_for(question_key(q)).doc_id == "d2"
+    assert store.put_answer("d2", "Q?", "x", "y", "miss", content_hash="0" * 64) is None
+    store.retire_document("d2")  # retired: kept, never served
+    assert store.answer_for(question_key(q)) is None and store.answer_count() == 1
+    store.delete_document("d2")
+    assert store.answer_count() == 0
 
-    def answered(doc_id: str, status: str, result: str, version: int | None = None) -> None:
-        job = store.enqueue(doc_id, q)
-        assert store.lease("w1").id == job
-        store.add_question(doc_id, QAPair(question=q, answers=[f"{doc_id} day"], origin="miss"))
-        store.finish_job(job, "w1", status, result, version=version)
 
-    answered("d1", "rejected", STILL_MISSES)
-    answered("d2", "rejected", UNSUPPORTED)
-    assert store.answered_miss(q) == ("d1", ["d1 day"])  # none taught: the first reader
-    job = store.enqueue("d3", q)
+def test_a_refine_job_is_not_run_twice_on_the_same_text(store):
+    """Issue 56 item 3: whatever a job found for a question on a text, a second round on
+    the same text would find again; a new text may answer it."""
+    store.upsert_document("d1", "Rent is due on the 5th.")
+    job = store.enqueue("d1", "When is rent due?")
+    assert store.enqueue("d1", "when is RENT due") == job  # still open: the same job
     assert store.lease("w1").id == job
-    assert store.outcomes(q) == {"d1": "rejected", "d2": "rejected", "d3": "leased"}
-    store.add_question("d3", QAPair(question=q, answers=["the 1st"], origin="miss"))
-    assert store.answered_miss(q) == ("d1", ["d1 day"])  # not taught yet
-    store.finish_job(job, "w1", "rejected", ALREADY_HELD)
-    assert store.answered_miss(q) == ("d3", ["the 1st"])  # its summary holds the answer
-    answered("d4", "published", "version 2", version=2)
-    assert store.answered_miss(" when is RENT due ") == ("d4", ["d4 day"])
+    store.finish_job(job, "w1", "rejected", STILL_MISSES)
+    assert store.enqueue("d1", "When is rent due?") is None
+    failed = store.enqueue("d1", "Who pays water?")
+    assert store.lease("w1").id == failed
+    store.fail_job(failed, "w1", "timeout", max_attempts=1)
+    store.drop_job(failed)
+    assert store.enqueue("d1", "Who pays water?") not in (None, failed)  # it never ran
+    store.upsert_document("d1", "Rent is due on the 1st.")
+    assert store.enqueue("d1", "When is rent due?") not in (None, job)
 
 
 def test_open_without_schema_and_newer_schema_are_clear_errors(store_url, store):
