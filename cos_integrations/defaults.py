@@ -48,6 +48,8 @@ __all__ = [
     "REFINE_TEACH",
     "DEFAULT_REFINE_TEACH",
     "DEFAULT_REFINE_RETARGET",
+    "DEFAULT_REFINE_MIN_ASKS",
+    "DEFAULT_SEMANTIC_THRESHOLD",
 ]
 
 # who decides a hit: the similarity alone, or the model answering from the hit context
@@ -153,3 +155,13 @@ DEFAULT_REFINE_TEACH: RefineTeach = "extract"
 # one repeat and one test question moved from a sibling chunk to their own, 0.67 -> 1.0,
 # none worse; 8.6 refine calls a document against 6.8).
 DEFAULT_REFINE_RETARGET = 3
+
+# A refine worker takes a job once its question missed this often: 1 refines on the first
+# miss; 2 only where a question came back and was not served a verified answer (a verified
+# answer serves the repeats of the rest).
+DEFAULT_REFINE_MIN_ASKS = 1
+
+# The semantic cache users put in front of RAG serves an earlier answer from this question
+# similarity on by default: RedisVL SemanticCache's distance_threshold of 0.1 (cosine). The
+# `cos eval --stream` baseline (langchain_ext.caches) runs at it and at its best bar.
+DEFAULT_SEMANTIC_THRESHOLD = 0.90

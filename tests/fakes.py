@@ -76,6 +76,8 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "merge"
     if last.startswith("Rewrite this question in other words"):
         return "paraphrase"
+    if last.startswith("Write ") and "different ways another person could ask" in last:
+        return "reword"
     # the peers' own summary prompts (cos eval --methods doc-summary,raptor,multi-vector):
     # LlamaIndex's tree_summarize (DocumentSummaryIndex's query, the RAPTOR pack's prompt)
     # and LangChain's documentation's MultiVectorRetriever chain
@@ -145,6 +147,12 @@ class ScriptedFakeModel:
     def _paraphrase(self, messages) -> str:
         question = messages[-1]["content"].rsplit("Question: ", 1)[1].strip()
         return f"Could you tell me this: {question}"
+
+    def _reword(self, messages) -> str:
+        # the stream's rewordings: the same question with other words around it
+        question = messages[-1]["content"].rsplit("Question: ", 1)[1].strip()
+        said = [f"Please tell me: {question}", f"{question} I wonder.", f"Say, {question}"]
+        return json.dumps({"questions": said})
 
     def _thesis(self, messages) -> str:
         fs = list(facts(self._doc(messages)).items())[: self.thesis_facts]

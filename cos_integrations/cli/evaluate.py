@@ -38,6 +38,7 @@ from cos_integrations.cli.common import (
 from cos_integrations.defaults import (
     DEFAULT_K,
     DEFAULT_PRESET,
+    DEFAULT_REFINE_MIN_ASKS,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     PresetChoice,
@@ -203,6 +204,55 @@ AnswerCacheOpt = Annotated[
         rich_help_panel=RETRIEVAL,
     ),
 ]
+# The stream (cos eval --stream N):
+STREAM = "A stream of asks where questions come back (--stream N)"
+StreamOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--stream",
+        min=1,
+        help="Instead of each test question once: a stream of N asks (new questions, exact "
+        "repeats, rewordings; earlier questions drawn by Zipf popularity) through every row: "
+        "fallback, rag, rag-ordered, rag behind an exact-prompt cache and a semantic cache "
+        "(its default bar and its best); --distractors make the collection.",
+        rich_help_panel=STREAM,
+    ),
+]
+MixOpt = Annotated[
+    str,
+    typer.Option(help="new/exact/reworded shares of the stream.", rich_help_panel=STREAM),
+]
+StreamSeedOpt = Annotated[int, typer.Option(help="The stream's draws.", rich_help_panel=STREAM)]
+RefineEveryOpt = Annotated[
+    int,
+    typer.Option(
+        min=0, help="fallback: a refine pass every N asks (0: none).", rich_help_panel=STREAM
+    ),
+]
+RefineMinAsksOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="fallback: refine a question once it missed this often (2: when it came back).",
+        rich_help_panel=STREAM,
+    ),
+]
+RewordingsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="JSONL of rewordings by question (kept; default OUT.rewordings.jsonl): "
+        "model-written where missing.",
+        rich_help_panel=STREAM,
+    ),
+]
+CallRecordOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="JSONL of the stream's model calls by exact request (default OUT.calls.jsonl): "
+        "a rerun replays and charges them.",
+        rich_help_panel=STREAM,
+    ),
+]
 # The run:
 ConcurrencyOpt = Annotated[int, typer.Option(min=1, rich_help_panel=RUN)]
 PlotOpt = Annotated[Path | None, typer.Option("--plot", help="PNG figure.", rich_help_panel=RUN)]
@@ -253,6 +303,14 @@ def eval_command(
     hit_ablation: HitAblationOpt = False,
     test_half: TestHalfOpt = True,
     answer_cache: AnswerCacheOpt = None,
+    # the stream
+    stream: StreamOpt = None,
+    mix: MixOpt = "40/20/40",
+    stream_seed: StreamSeedOpt = 0,
+    refine_every: RefineEveryOpt = 10,
+    refine_min_asks: RefineMinAsksOpt = DEFAULT_REFINE_MIN_ASKS,
+    rewordings: RewordingsOpt = None,
+    call_record: CallRecordOpt = None,
     # the run
     concurrency: ConcurrencyOpt = 1,
     plot: PlotOpt = None,
@@ -302,6 +360,9 @@ def eval_command(
             routing_check=routing_check,
             refine_teach=refine_teach,
             refine_retarget=refine_retarget,
+            stream=_stream_options(
+                stream, mix, stream_seed, refine_every, refine_min_asks, rewordings, call_record
+            ),
         )
     except ValueError as exc:
         _refuse(str(exc), exc)
@@ -320,7 +381,33 @@ def eval_command(
     result = _run(docs, run, model=model, base_url=base_url, local_model=local_model)
     _print_result(result)
     console.print(f"wrote {out}")
-    _finish(result, plot)
+    _finish(result, plot, out)
+
+
+def _stream_options(
+    asks: int | None,
+    mix: str,
+    seed: int,
+    refine_every: int,
+    refine_min_asks: int,
+    rewordings: Path | None,
+    calls: Path | None,
+):
+    """The stream's options, ``None`` without ``--stream``; ``ValueError`` on a bad mix."""
+    from cos_integrations.research.stream_eval import StreamOptions
+    from cos_integrations.research.streams import parse_mix
+
+    if asks is None:
+        return None
+    return StreamOptions(
+        asks=asks,
+        mix=parse_mix(mix),
+        seed=seed,
+        refine_every=refine_every,
+        refine_min_asks=refine_min_asks,
+        rewordings=str(rewordings) if rewordings else None,
+        calls=str(calls) if calls else None,
+    )
 
 
 def _refuse(message: str, cause: BaseException | None = None) -> NoReturn:
@@ -344,7 +431,7 @@ def _check_records(summaries_from: Path | None, answer_cache: Path | None) -> No
 
 def _load_documents(data: Path, limit: int | None, distractors: Path | None, heldout: int):
     """The questioned documents (their first ``heldout`` questions) and the distractors."""
-    from cos_integrations.research.evaluation import DatasetError, load_dataset
+    from cos_integrations.research.datasets import DatasetError, load_dataset
 
     try:
         docs = load_dataset(data, limit=limit)
@@ -403,9 +490,14 @@ def _run(docs: list, run: dict, *, model, base_url, local_model) -> dict:
                 _refuse(str(exc), exc)
 
 
-def _finish(result: dict, plot: Path | None) -> None:
+def _finish(result: dict, plot: Path | None, out: Path) -> None:
     """The plot, then what failed (exit 1: a re-run retries only that)."""
-    if plot:
+    if plot and result.get("stream"):
+        from cos_integrations.research.stream_eval import plot_stream
+
+        plot_stream(result["stream"], out.with_suffix(out.suffix + ".stream-rows.jsonl"), plot)
+        console.print(f"wrote {plot}")
+    elif plot:
         from cos_integrations.research.evaluation import plot as draw
 
         draw(result, plot)
@@ -435,7 +527,27 @@ def _config(preset: str | None, **options: int | None):
 
 
 def _print_result(result: dict) -> None:
-    """The summary methods' table, the retrieval table and the hit-context ablation."""
+    """The stream's table; or the summary methods' table, the retrieval table and the
+    hit-context ablation."""
+    if result.get("stream"):
+        from cos_integrations.research.stream_eval import STREAM_COLUMNS, stream_table
+
+        got = result["stream"]
+        title = (
+            f"{got['asks']} asks ({' / '.join(str(v) for v in got['kinds'].values())} new / "
+            f"exact / reworded) over {got['documents']} documents"
+        )
+        table = Table(*STREAM_COLUMNS, title=title)
+        for row in stream_table(got):
+            table.add_row(*(escape(c) for c in row))
+        console.print(table)
+        refine = got.get("refine") or {}
+        if refine.get("jobs"):
+            console.print(
+                f"fallback's refine jobs: {refine['jobs']} ({refine['outcomes']}), "
+                f"{refine['prompt_tokens']:,} prompt tokens (in its row)"
+            )
+        return
     from cos_integrations.research.evaluation import (
         ABLATION_COLUMNS,
         RETRIEVAL_COLUMNS,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from cos_integrations.defaults import (
     DEFAULT_K,
@@ -31,7 +31,9 @@ from cos_integrations.defaults import (
 )
 from cos_integrations.metrics import exact_match, squad_f1
 from cos_integrations.model import ChatModel
-from cos_integrations.research.jsonl import append_jsonl, existing, lines, read_jsonl
+from cos_integrations.research.answer_cache import AnswerCache, digest
+from cos_integrations.research.datasets import DatasetError, EvalDoc, EvalQA, load_dataset
+from cos_integrations.research.jsonl import append_jsonl, existing, read_jsonl
 from cos_integrations.research.peers import (
     PEERS,
     CallRecord,
@@ -41,7 +43,9 @@ from cos_integrations.research.peers import (
     load_peer,
 )
 from cos_integrations.research.reference import reference_summarize
+from cos_integrations.research.stream_eval import StreamOptions, run_stream
 from cos_integrations.serving.hit_rule import HitRule, is_grounded
+from cos_integrations.serving.index import chunk_position
 from cos_integrations.summarize.config import CoSConfig
 from cos_integrations.summarize.engine import ChainOfSummaries, ModelRun
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages
@@ -86,76 +90,6 @@ SUMMARY_METHODS = {
     "density": "density",
     "mini": "mini",
 }
-
-
-class DatasetError(ValueError):
-    """A malformed line in an evaluation dataset (the message names the line)."""
-
-
-class EvalQA(BaseModel):
-    question: str
-    answers: list[str] = Field(min_length=1)
-    # the language its answers are scored in (its document's; metrics.normalize_answer)
-    language: str = "en"
-
-
-class EvalDoc(BaseModel):
-    """One dataset line: ``{"doc_id", "title", "text", "qas": [{"question", "answers"}]}``."""
-
-    doc_id: str
-    title: str = ""
-    text: str = Field(min_length=1)
-    qas: list[EvalQA] = Field(default_factory=list)
-    language: str = Field("en", description="the text's language (its answers' F1 follows it)")
-
-
-def load_dataset(
-    path: str | Path, *, limit: int | None = None, questions: bool = True
-) -> list[EvalDoc]:
-    """Read and validate a JSONL dataset; raises :class:`DatasetError` naming the bad line.
-    ``questions=False`` reads distractors: documents that are indexed and never asked
-    about (their ``qas``, if any, are dropped)."""
-    docs: list[EvalDoc] = []
-    seen: dict[str, int] = {}  # doc_id -> its line: a second one would replace it in the index
-    if not Path(path).is_file():
-        what = "is a directory" if Path(path).is_dir() else "no such file"
-        raise DatasetError(f"{path}: {what}; --data takes a JSONL file, a document a line")
-    try:
-        for number, line in lines(path):
-            doc = _dataset_line(path, number, line, questions)
-            if doc.doc_id in seen:
-                raise DatasetError(
-                    f"{path}, line {number}: doc_id {doc.doc_id!r} is line "
-                    f"{seen[doc.doc_id]}'s too (each document needs its own)"
-                )
-            seen[doc.doc_id] = number
-            docs.append(doc)
-            if limit and len(docs) >= limit:
-                break
-    except DatasetError:
-        raise
-    except ValueError as exc:  # not UTF-8 (lines names the line)
-        raise DatasetError(str(exc)) from None
-    if not docs:
-        raise DatasetError(f"{path}: no documents")
-    return docs
-
-
-def _dataset_line(path: str | Path, number: int, line: str, questions: bool) -> EvalDoc:
-    """One dataset line validated (:func:`load_dataset`), its questions in its language."""
-    try:
-        doc = EvalDoc.model_validate_json(line)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first.get("loc", ()))
-        raise DatasetError(f"{path}, line {number}: {where or 'line'}: {first['msg']}") from None
-    if questions and not doc.qas:
-        raise DatasetError(f"{path}, line {number}: qas: no question")
-    if not questions:
-        doc.qas = []
-    for qa in doc.qas:
-        qa.language = doc.language
-    return doc
 
 
 async def _answer_all(llm: ChatModel, content: str, qas: Sequence[EvalQA]) -> tuple[float, float]:
@@ -301,6 +235,11 @@ class RetrievalEvalOptions(BaseModel):
         description="fallback: the model judge's routing check (FallbackRetriever "
         "route_check); off only to measure what it does",
     )
+    stream: StreamOptions | None = Field(
+        None,
+        description="run a stream of asks where questions come back instead of each test "
+        "question once (research/stream_eval.py)",
+    )
     hit_ablation: bool = Field(
         False,
         description="fallback: answer every hit again from its summary sentences alone, its "
@@ -378,44 +317,6 @@ def is_retrieval(method: str) -> bool:
     return method.split("[", 1)[0] in RETRIEVAL_METHODS
 
 
-def _digest(obj: Any) -> str:
-    """A short digest of JSON-able data: the call record's key (same bytes), cut to 10."""
-    return CallRecord.key(obj)[:10]
-
-
-class AnswerCache:
-    """The one answer call every retrieval method shares (:func:`ask`: the same prompt over
-    the items it retrieved), kept by its exact prompt: the same prompt (model, question,
-    context) is asked once, so a fallback miss that retrieved rag's chunks reuses rag's
-    call, and so does a later run with the same ``path`` (JSONL); each method is still
-    charged the call's usage.
-
-    Examples:
-        >>> answers = AnswerCache(llm, "qwen", Path("answers.jsonl"))   # doctest: +SKIP
-        >>> text, usage = await answers(qa, hits)                      # doctest: +SKIP
-    """
-
-    def __init__(self, llm: ChatModel, model_name: str, path: Path | None = None) -> None:
-        self.llm = llm
-        self.model_name = model_name
-        self.path = path
-        self.memo: dict[str, tuple[str | None, Usage]] = {}
-        for entry in read_jsonl(path) if path else []:
-            self.memo[entry["key"]] = (entry["answer"], Usage.model_validate(entry["usage"]))
-
-    async def __call__(self, q: EvalQA, items: list) -> tuple[str | None, Usage]:
-        from cos_integrations.serving.retrieval import ask
-
-        key = _digest([self.model_name, q.question, [(h.id, h.text) for h in items]])
-        if key not in self.memo:
-            self.memo[key] = await ask(self.llm, q.question, items)
-            if self.path:
-                entry = {"key": key, "answer": self.memo[key][0]}
-                entry["usage"] = self.memo[key][1].model_dump()
-                append_jsonl(self.path, entry)
-        return self.memo[key]
-
-
 def _usage_fields(usage: Usage) -> dict[str, int]:
     return {
         "calls": usage.calls,
@@ -433,12 +334,6 @@ def _mark(rows: list[dict[str, Any]], doc_id: str) -> list[dict[str, Any]]:
         if r.get("hit"):
             r["wrong_doc_hit"] = (r.get("hit_doc") or r.get("best_doc")) != doc_id
     return rows
-
-
-def _chunk_position(hit: Any) -> tuple[str, int]:
-    # chunk ids are DOC::chunk::N
-    doc, _, n = hit.id.rpartition("::chunk::")
-    return (doc, int(n)) if n.isdigit() else (hit.doc_id, 0)
 
 
 def _row(q: EvalQA, answer: str | None, **extra: Any) -> dict[str, Any]:
@@ -564,7 +459,7 @@ class _Asker:
             items = await asyncio.to_thread(self.index.search_chunks, q.question, k)
         if ordered:
             # DOS RAG: the same top-k chunks put back in document order
-            items = sorted(items, key=_chunk_position)
+            items = sorted(items, key=chunk_position)
         if focused:
             # the control for the "focused" hit context: rag's top-k chunks cut to the
             # same sentences on the query (all of them when none speaks of it)
@@ -791,7 +686,7 @@ async def _contextual_chunks(
         got = index.chunks.get(where={"doc_id": doc.doc_id}, include=["documents", "metadatas"])
         rows = sorted(
             zip(got["ids"], got["documents"], got["metadatas"], strict=True),
-            key=lambda r: _chunk_position(SearchHit(r[0], doc.doc_id, "", 0.0, {}, "chunk")),
+            key=lambda r: chunk_position(SearchHit(r[0], doc.doc_id, "", 0.0, {}, "chunk")),
         )
         for cid, text, meta in rows:
             hits.append(SearchHit(cid, doc.doc_id, text, 0.0, dict(meta or {}), "chunk"))
@@ -1019,6 +914,20 @@ async def run_eval(
     await _summary_jobs(llm, jobs, config, oracle, concurrency, run_log)
     everything = [*docs, *distractors]
     ingest: dict[str, dict[str, Any]] = {}
+    if retrieval.stream is not None:
+        return await _stream(
+            llm,
+            docs,
+            everything,
+            methods,
+            config,
+            retrieval,
+            out,
+            model_name,
+            dataset,
+            answer_cache,
+            run_log,
+        )
     for i, source in enumerate(sources):
         summaries = _summaries(source, retrieval.summaries_from, run_log.done, everything)
         # what the questioned documents' summaries cost (distractors may be cheaper)
@@ -1056,6 +965,56 @@ async def run_eval(
         "config": config.model_dump(mode="json"),
         "retrieval": retrieval.model_dump(mode="json") if wanted else None,
         "methods": _summary_table(run_log.done, docs, set(methods), ingest),
+        "errors": run_log.errors,
+    }
+    out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+async def _stream(
+    llm: ChatModel,
+    docs: list[EvalDoc],
+    everything: list[EvalDoc],
+    methods: Sequence[str],
+    config: CoSConfig,
+    retrieval: RetrievalEvalOptions,
+    out: Path,
+    model_name: str,
+    dataset: str,
+    answer_cache: Path | None,
+    run_log: _RunLog,
+) -> dict[str, Any]:
+    """``retrieval.stream``: the stream's rows over one collection (its first summary
+    strategy's summaries), written to OUT."""
+    source = retrieval.sources[0]
+    summaries = _summaries(source, retrieval.summaries_from, run_log.done, everything)
+
+    def make_index(path: Path) -> Any:
+        return _eval_index(path, everything, summaries, config, retrieval, False)
+
+    stream = await run_stream(
+        llm,
+        docs,
+        everything,
+        summaries,
+        config=config,
+        retrieval=retrieval,
+        options=retrieval.stream,  # type: ignore[arg-type]
+        out=out,
+        model_name=model_name,
+        answer_cache=answer_cache,
+        methods=methods,
+        make_index=make_index,
+    )
+    result = {
+        "model": model_name,
+        "dataset": dataset,
+        "docs": len(docs),
+        "distractors": len(everything) - len(docs),
+        "config": config.model_dump(mode="json"),
+        "retrieval": retrieval.model_dump(mode="json"),
+        "stream": stream,
+        "methods": {},
         "errors": run_log.errors,
     }
     out.write_text(json.dumps(result, indent=2))
@@ -1165,7 +1124,7 @@ class _RunLog:
 
     def index_dir(self, strategy: str | None) -> Path:
         """One index per retrieval signature (and strategy): another starts afresh."""
-        name = f"{self.out.name}.index-{_digest(self.r_signature)}"
+        name = f"{self.out.name}.index-{digest(self.r_signature)}"
         return self.out.with_name(name if strategy is None else f"{name}-{strategy}")
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "PeerSetup",
     "PeerUnavailable",
     "CallRecord",
+    "load_cache",
     "MeteredChatModel",
     "RecordingTransport",
     "UsageMeter",
@@ -58,6 +59,8 @@ __all__ = [
 ]
 
 PEER_GROUP = "cos_integrations.peers"
+# the caches users put in front of RAG (cos eval --stream's baselines), by name
+CACHE_GROUP = "cos_integrations.caches"
 # the peers ``cos eval --methods`` knows, and the class each runs (pyproject entry points)
 PEERS: dict[str, str] = {
     "doc-summary": "LlamaIndex DocumentSummaryIndex (embedding retriever mode)",
@@ -346,3 +349,20 @@ def load_peer(name: str, setup: PeerSetup) -> Peer:
             f"'cos-integrations[peers]' ({exc})"
         ) from exc
     return factory(setup)
+
+
+def load_cache(name: str) -> Any:
+    """The cache class ``name`` (``"exact"``, ``"semantic"``) of :data:`CACHE_GROUP`; a
+    clear :class:`PeerUnavailable` when its framework packages are missing."""
+    found = [ep for ep in entry_points(group=CACHE_GROUP) if ep.name == name]
+    if not found:
+        raise PeerUnavailable(
+            f"cache {name!r} is not registered: reinstall cos-integrations "
+            "(pip install -e '.[langchain]')"
+        )
+    try:
+        return found[0].load()
+    except ImportError as exc:
+        raise PeerUnavailable(
+            f"cache {name!r} needs LangChain: pip install 'cos-integrations[langchain]' ({exc})"
+        ) from exc

@@ -57,6 +57,7 @@ __all__ = [
     "SUMMARIES",
     "CHUNKS",
     "ANSWERS",
+    "chunk_position",
     "CoSIndex",
     "IngestReport",
     "SearchHit",
@@ -64,6 +65,18 @@ __all__ = [
     "read_manifest",
     "read_racing_writes",
 ]
+
+
+def chunk_position(hit: SearchHit) -> tuple[str, int]:
+    """Where a source chunk stands in its document (chunk ids are ``DOC::chunk::N``): its
+    document and number, for putting chunks back in document order.
+
+    Examples:
+        >>> chunk_position(SearchHit("lease::chunk::3", "lease", "", 0.5, {}, "chunk"))
+        ('lease', 3)
+    """
+    doc, _, n = hit.id.rpartition("::chunk::")
+    return (doc, int(n)) if n.isdigit() else (hit.doc_id, 0)
 
 
 def _answer_id(entry_id: int) -> str:

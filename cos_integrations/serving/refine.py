@@ -45,6 +45,7 @@ from typing import Any
 
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
+    DEFAULT_REFINE_MIN_ASKS,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     REFINE_TEACH,
@@ -114,8 +115,10 @@ class Refiner:
     model for a rewrite (then for one sentence stating the answer), ``"both"`` tries the
     first, then the second; see the module docstring. ``retarget``: in how many documents
     of the collection's chunk ranking for a query its answer is looked for, the job's first
-    (1: the job's only). ``check_names`` (before 0.2) is accepted with a deprecation
-    warning and does nothing: the quote decides.
+    (1: the job's only). ``min_asks``: take only jobs whose question missed at least that
+    often (2: refine where a question came back without a verified answer; 1: on its first
+    miss). ``check_names`` (before 0.2) is accepted with a deprecation warning and does
+    nothing: the quote decides.
 
     Examples:
         >>> refiner = Refiner(index, ChainOfSummaries(llm), teach="extract")  # doctest: +SKIP
@@ -135,7 +138,10 @@ class Refiner:
         teach: RefineTeach = DEFAULT_REFINE_TEACH,
         retarget: int = DEFAULT_REFINE_RETARGET,
         check_names: bool | None = None,
+        min_asks: int = DEFAULT_REFINE_MIN_ASKS,
     ) -> None:
+        if min_asks < 1:
+            raise ValueError(f"min_asks must be at least 1, not {min_asks}")
         if teach not in REFINE_TEACH:
             raise ValueError(f"teach must be one of {REFINE_TEACH}, not {teach!r}")
         if retarget < 1:
@@ -143,6 +149,7 @@ class Refiner:
         self.index = index
         self.teach = teach
         self.retarget = retarget
+        self.min_asks = min_asks
         if check_names is not None:
             warnings.warn(
                 "Refiner(check_names=) does nothing since 0.2 (a refine job's answer needs a "
@@ -166,7 +173,10 @@ class Refiner:
         outcomes: list[RefineOutcome] = []
         while max_jobs is None or len(outcomes) < max_jobs:
             job = await asyncio.to_thread(
-                self.index.store.lease, self.worker_id, lease_seconds=self.lease_seconds
+                self.index.store.lease,
+                self.worker_id,
+                lease_seconds=self.lease_seconds,
+                min_asks=self.min_asks,
             )
             if job is None:
                 break

@@ -38,6 +38,7 @@ from cos_integrations.defaults import (
     ANSWER_CHECK_SIMILARITY,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_K,
+    DEFAULT_REFINE_MIN_ASKS,
     DEFAULT_REFINE_TEACH,
     DEFAULT_THRESHOLD,
     FOCUS_SENTENCES,
@@ -354,7 +355,8 @@ class FallbackRetriever:
     or ``"background"`` (enqueue, and a
     :class:`~cos_integrations.serving.refine.BackgroundRefiner` owned by this retriever,
     started on the first miss, refines with ``llm``, ``refine_config`` (default: the index's config)
-    and ``refine_teach`` while queries go on; :meth:`close` stops it). ``on_miss(result)``
+    and ``refine_teach`` while queries go on, taking the jobs whose question missed
+    ``refine_min_asks`` times; :meth:`close` stops it). ``on_miss(result)``
     is called for every miss that queued a job. A call may pass its own ``llm=`` (e.g. one
     bound to a framework run's callbacks); the counters ``hits`` and ``misses`` stay on
     this retriever. ``k`` summaries are searched either way. The hit-rule keywords of
@@ -384,6 +386,7 @@ class FallbackRetriever:
         refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
         route_check: bool = True,
         answers: bool = True,
+        refine_min_asks: int = DEFAULT_REFINE_MIN_ASKS,
         **legacy: object,
     ) -> None:
         rule = apply_legacy(rule, legacy, where="FallbackRetriever", base=index.hit_rule)
@@ -403,6 +406,7 @@ class FallbackRetriever:
         self.on_miss = on_miss
         self.refine_config = refine_config
         self.refine_teach = refine_teach
+        self.refine_min_asks = refine_min_asks
         self.route_check = route_check
         self.hits = 0
         self.misses = 0
@@ -951,7 +955,9 @@ class FallbackRetriever:
             if self.llm is None:  # __init__ checks it; a caller may have cleared it since
                 raise ValueError('refine_on_miss="background" needs llm= to refine with')
             engine = ChainOfSummaries(self.llm, self.refine_config or self.index.config)
-            refiner = Refiner(self.index, engine, teach=self.refine_teach)
+            refiner = Refiner(
+                self.index, engine, teach=self.refine_teach, min_asks=self.refine_min_asks
+            )
             self._background = BackgroundRefiner(refiner)
         return self._background
 

@@ -49,6 +49,7 @@ class RefineJob:
     version: int | None = None  # the summary version the job published or suggested
     created_at: float | None = None
     updated_at: float | None = None
+    asks: int = 1  # how often its question missed while it waited
 
 
 # a job that ran to an outcome (not one that failed, was dropped or is still open)
@@ -87,29 +88,32 @@ class RefineQueue(StorePart):
                 " updated_at, content_hash) VALUES(?,?,?,'pending',?,?,?) RETURNING id",
                 (doc_id, query, norm, now, now, digest),
             ).fetchone()
-            if row is None:
+            if row is None:  # asked again while its job waits: one more ask of it
                 row = tx.execute(
-                    "SELECT id FROM refine_jobs WHERE doc_id=? AND norm=?"
-                    " AND status IN ('pending','leased')",
+                    "UPDATE refine_jobs SET asks=asks+1 WHERE doc_id=? AND norm=?"
+                    " AND status IN ('pending','leased') RETURNING id",
                     (doc_id, norm),
                 ).fetchone()
             return int(row[0])
 
-    def lease(self, worker: str, *, lease_seconds: float = 600.0) -> RefineJob | None:
+    def lease(
+        self, worker: str, *, lease_seconds: float = 600.0, min_asks: int = 1
+    ) -> RefineJob | None:
         """Take the oldest pending job, or one whose lease expired (its worker died);
         a job of a document no other worker holds comes first, because two rounds on one
         document race to publish and the loser's calls are spent for nothing.
-        PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so workers never wait for or take the same
-        job; SQLite: the write transaction serialises them."""
+        ``min_asks``: only a job whose question missed at least that often (2: it came
+        back). PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so workers never wait for or take the
+        same job; SQLite: the write transaction serialises them."""
         now = time.time()
         with self._tx() as tx:
             row = tx.execute(
-                "SELECT * FROM refine_jobs WHERE status='pending'"
-                " OR (status='leased' AND lease_until < ?)"
+                "SELECT * FROM refine_jobs WHERE (status='pending'"
+                " OR (status='leased' AND lease_until < ?)) AND asks >= ?"
                 " ORDER BY CASE WHEN doc_id IN (SELECT doc_id FROM refine_jobs"
                 " WHERE status='leased' AND lease_until >= ?) THEN 1 ELSE 0 END, id LIMIT 1"
                 + self.backend.skip_locked,
-                (now, now),
+                (now, min_asks, now),
             ).fetchone()
             if row is None:
                 return None
@@ -259,4 +263,5 @@ def _job(row: Any) -> RefineJob:
         version=row["version"] if "version" in row.keys() else None,
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        asks=int(row["asks"]) if "asks" in row.keys() else 1,
     )

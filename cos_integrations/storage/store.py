@@ -154,8 +154,10 @@ _SCHEMA_V3 = """
 CREATE INDEX IF NOT EXISTS questions_norm ON questions (norm, origin);
 """
 
-# Version 4: verified answers (storage/answers.py), served again without a model call, and
-# the text a refine job read (a job that could not teach is not run again on that text).
+# Version 4: verified answers (storage/answers.py), served again without a model call; the
+# text a refine job read (a job that could not teach is not run again on that text), and
+# how often its question missed while it waited (a worker may take only those that came
+# back).
 _SCHEMA_V4 = """
 CREATE TABLE IF NOT EXISTS answers (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -174,6 +176,7 @@ CREATE TABLE IF NOT EXISTS answers (
 );
 CREATE INDEX IF NOT EXISTS answers_doc ON answers (doc_id);
 ALTER TABLE refine_jobs ADD COLUMN content_hash TEXT;
+ALTER TABLE refine_jobs ADD COLUMN asks INTEGER NOT NULL DEFAULT 1;
 """
 
 # Each migration takes the schema from version N-1 to N. Version 1 is the base schema.
