@@ -21,7 +21,7 @@ from cos_integrations.defaults import DEFAULT_K, DEFAULT_REFINE_TEACH, HitContex
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.hit_rule import HitRule, apply_legacy
 from cos_integrations.serving.index import CoSIndex, SearchHit
-from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult
+from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, item_metadata
 from cos_integrations.sync import run_sync
 
 from .chat_model import as_chat_model
@@ -44,10 +44,17 @@ _LEGACY = (
 )
 
 
-def _to_document(hit: SearchHit, hit_flag: bool, citation: str) -> Document:
-    meta = {**hit.metadata, "cos_hit": hit_flag, "cos_kind": hit.kind, "score": hit.score}
-    meta["cos_citation"] = citation  # where an answer from it came from
+def _to_document(res: RetrievalResult, hit: SearchHit, citation: str) -> Document:
+    meta = item_metadata(res, hit, citation) | {"score": hit.score}
     return Document(page_content=hit.text, metadata=meta, id=hit.id)
+
+
+def _item(doc: Document) -> SearchHit:
+    """A returned document as the core's item again."""
+    meta = dict(doc.metadata)
+    kind = str(meta.get("cos_kind", "chunk"))
+    score = float(meta.get("score") or 0.0)
+    return SearchHit(doc.id or "", str(meta.get("doc_id", "")), doc.page_content, score, meta, kind)
 
 
 class CoSFallbackRetriever(BaseRetriever):
@@ -250,9 +257,10 @@ class CoSFallbackRetriever(BaseRetriever):
             return None
         return as_chat_model(self._llm, {"callbacks": run_manager.get_child()})
 
-    def _documents(self, res: RetrievalResult) -> list[Document]:
+    def documents(self, res: RetrievalResult) -> list[Document]:
+        """A core result as the documents ``invoke`` returns (:func:`item_metadata`)."""
         cites = {c.doc_id: str(c) for c in res.citations}
-        return [_to_document(h, res.hit, cites[h.doc_id]) for h in res.items]
+        return [_to_document(res, h, cites[h.doc_id]) for h in res.items]
 
     @staticmethod
     def _event(res: RetrievalResult) -> dict[str, Any]:
@@ -273,7 +281,7 @@ class CoSFallbackRetriever(BaseRetriever):
             dispatch_custom_event(
                 "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
             )
-        return self._documents(res)
+        return self.documents(res)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -284,7 +292,21 @@ class CoSFallbackRetriever(BaseRetriever):
             await adispatch_custom_event(
                 "cos_cache_miss", self._event(res), config={"callbacks": run_manager.get_child()}
             )
-        return self._documents(res)
+        return self.documents(res)
+
+    def remember(self, question: str, documents: list[Document], answer: str | None) -> bool:
+        """Sync wrapper of :meth:`aremember`."""
+        return run_sync(self.aremember(question, documents, answer), inline=True)
+
+    async def aremember(self, question: str, documents: list[Document], answer: str | None) -> bool:
+        """Keep ``answer``, given ``question``'s miss from ``documents`` (the source chunks
+        this retriever returned), as a verified answer when a sentence of them holds it
+        (:meth:`FallbackRetriever.aremember`): the next ask of it is served with no model
+        call. Returns whether it was kept."""
+        items = [_item(d) for d in documents]
+        hit = any(bool(d.metadata.get("cos_hit")) for d in documents)
+        res = RetrievalResult(question, hit, items, "")
+        return await self.core.aremember(res, answer) is not None
 
     def close(self) -> None:
         """Stop the background refiner, if one runs (queued jobs stay in the store)."""

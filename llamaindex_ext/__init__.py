@@ -3,7 +3,8 @@
 Examples:
     >>> from llamaindex_ext import CoSSummaryTransform, CoSFallbackRetriever, CoreChatModel
 
-Names: ``CoS*`` are CoS for LlamaIndex (a transform, a retriever, an embedding);
+Names: ``CoS*`` are CoS for LlamaIndex (a transform, a retriever, a query engine, an
+embedding);
 ``Core*`` are LlamaIndex objects for the core (``CoreChatModel`` wraps an ``LLM``,
 ``CoreEmbedder`` an embed model). ``CoSLLM`` is the old name of ``CoreChatModel`` (a
 warning; it goes in 0.3).
@@ -11,6 +12,7 @@ warning; it goes in 0.3).
 
 from .embeddings import CoreEmbedder, CoSLocalEmbedding, as_embedder
 from .llm import CoreChatModel, as_chat_model
+from .query_engine import CoSQueryEngine
 from .retriever import CoSCacheMissEvent, CoSExpandToSourcePostprocessor, CoSFallbackRetriever
 from .transform import CoSSummaryTransform, CoSTransformError, section_documents
 
@@ -19,6 +21,7 @@ __all__ = [
     "CoSExpandToSourcePostprocessor",
     "CoSFallbackRetriever",
     "CoSLocalEmbedding",
+    "CoSQueryEngine",
     "CoSSummaryTransform",
     "CoSTransformError",
     "CoreChatModel",

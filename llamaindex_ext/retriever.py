@@ -26,7 +26,13 @@ from cos_integrations.defaults import DEFAULT_K, DEFAULT_REFINE_TEACH, RefineTea
 from cos_integrations.embedded.embeddings import LocalEmbedder
 from cos_integrations.serving.hit_rule import HitRule, apply_legacy
 from cos_integrations.serving.index import SUMMARIES, CoSIndex, SearchHit, read_manifest
-from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, cite
+from cos_integrations.serving.retrieval import (
+    FallbackRetriever,
+    RetrievalResult,
+    cite,
+    item_metadata,
+)
+from cos_integrations.sync import run_sync
 
 from .embeddings import as_embedder
 from .llm import as_chat_model
@@ -58,11 +64,25 @@ class CoSCacheMissEvent(BaseEvent):
         return "CoSCacheMissEvent"
 
 
-def _node(hit: SearchHit, hit_flag: bool, citation: str | None = None) -> NodeWithScore:
-    meta = {**hit.metadata, "cos_hit": hit_flag, "cos_kind": hit.kind}
-    # where an answer from it came from (RetrievalResult.citations)
-    meta["cos_citation"] = citation or str(cite(hit, hit_flag))
-    meta.pop("_node_content", None)
+def _node(res: RetrievalResult, hit: SearchHit, citation: str) -> NodeWithScore:
+    return _text_node(hit, item_metadata(res, hit, citation))
+
+
+def _item(nws: NodeWithScore) -> SearchHit:
+    """A returned node as the core's item again."""
+    meta = dict(nws.node.metadata)
+    doc_id = str(meta.get("doc_id") or nws.node.ref_doc_id or "")
+    kind = str(meta.get("cos_kind", "chunk"))
+    return SearchHit(nws.node.node_id, doc_id, nws.node.get_content(), nws.score or 0.0, meta, kind)
+
+
+def _source_node(hit: SearchHit) -> NodeWithScore:
+    """A hit's source text, as the expand postprocessor returns it (still a hit)."""
+    meta = {**hit.metadata, "cos_hit": True, "cos_kind": hit.kind}
+    return _text_node(hit, meta | {"cos_citation": str(cite(hit, True))})
+
+
+def _text_node(hit: SearchHit, meta: dict[str, Any]) -> NodeWithScore:
     node = TextNode(
         id_=hit.id,
         text=hit.text,
@@ -296,7 +316,7 @@ class CoSFallbackRetriever(BaseRetriever):
                 )
             )
         cites = {c.doc_id: str(c) for c in res.citations}
-        return [_node(h, res.hit, cites[h.doc_id]) for h in res.items]
+        return [_node(res, h, cites[h.doc_id]) for h in res.items]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         res = self.core.retrieve(query_bundle.query_str, k=self.similarity_top_k)
@@ -305,6 +325,21 @@ class CoSFallbackRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         res = await self.core.aretrieve(query_bundle.query_str, k=self.similarity_top_k)
         return self._finish(res)
+
+    def remember(self, query: str, nodes: list[NodeWithScore], answer: str | None) -> bool:
+        """Sync wrapper of :meth:`aremember`."""
+        return run_sync(self.aremember(query, nodes, answer), inline=True)
+
+    async def aremember(self, query: str, nodes: list[NodeWithScore], answer: str | None) -> bool:
+        """Keep ``answer``, given ``query``'s miss from ``nodes`` (the source chunks this
+        retriever returned), as a verified answer when a sentence of them holds it
+        (:meth:`FallbackRetriever.aremember`): the next ask of it is served with no model
+        call. Returns whether it was kept."""
+        items = [_item(n) for n in nodes]
+        res = RetrievalResult(
+            query, any(bool(n.node.metadata.get("cos_hit")) for n in nodes), items, ""
+        )
+        return await self.core.aremember(res, answer) is not None
 
     def close(self) -> None:
         """Stop the background refiner, if any (queued jobs stay in the store)."""
@@ -369,12 +404,12 @@ class CoSExpandToSourcePostprocessor(BaseNodePostprocessor):
                         {"doc_id": doc_id, "source": doc.source, "title": doc.title},
                         "document",
                     )
-                    out.append(_node(hit, True))
+                    out.append(_source_node(hit))
                 continue
             for hit in self.index.search_chunks(
                 query or nws.node.get_content(), self.chunks_per_doc, doc_ids=[doc_id]
             ):
                 if hit.id not in seen:
                     seen.add(hit.id)
-                    out.append(_node(hit, True))
+                    out.append(_source_node(hit))
         return out

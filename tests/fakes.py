@@ -78,6 +78,12 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "paraphrase"
     if last.startswith("Write ") and "different ways another person could ask" in last:
         return "reword"
+    # a framework's own answer call over retrieved text: LangChain's create_cos_qa_chain
+    # prompt, LlamaIndex's response synthesizer (text QA template)
+    if first.startswith("Answer the question using only the context below, with a short"):
+        return "plain_qa"
+    if "Context information is below" in last and "Query:" in last:
+        return "plain_qa"
     # the peers' own summary prompts (cos eval --methods doc-summary,raptor,multi-vector):
     # LlamaIndex's tree_summarize (DocumentSummaryIndex's query, the RAPTOR pack's prompt)
     # and LangChain's documentation's MultiVectorRetriever chain
@@ -307,6 +313,13 @@ class ScriptedFakeModel:
             f"The {q} is {doc[q]}." for q in QUESTION.findall(messages[3]["content"]) if q in doc
         ]
         return "Updated Summary: " + " ".join([summary, *added]).strip()
+
+    def _plain_qa(self, messages) -> str:
+        """The value of the fact the question asks for, from any text of the prompt."""
+        text = "\n".join(m["content"] for m in messages)
+        question = messages[-1]["content"].rsplit("Query:", 1)[-1]
+        m = QUESTION.search(question)
+        return facts(text).get(m.group(1).lower(), "I don't know") if m else "I don't know"
 
     def _unknown(self, messages) -> str:
         return "I cannot help with that."

@@ -484,8 +484,14 @@ def _run(docs: list, run: dict, *, model, base_url, local_model) -> dict:
                 said = "indexed" if f1 is None else f"F1 {f1:.3f}"
                 progress.console.print(f"  {rec['doc_id']} {escape(rec['method'])}: {said}")
 
+            def asked(row: str, done: int, total: int) -> None:
+                if done % 50 == 0 or done == total:
+                    progress.console.print(f"  {escape(row)}: {done}/{total} asks")
+
             try:
-                return asyncio.run(run_eval(llm, docs, model_name=name, on_record=tick, **run))
+                return asyncio.run(
+                    run_eval(llm, docs, model_name=name, on_record=tick, on_progress=asked, **run)
+                )
             except (ValueError, PeerUnavailable) as exc:
                 _refuse(str(exc), exc)
 

@@ -891,6 +891,7 @@ async def run_eval(
     on_record: Callable[[dict], None] | None = None,
     oracle: bool = True,
     distractors: Sequence[EvalDoc] = (),
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run every method on every document (resuming from ``OUT.docs.jsonl``) and write OUT.
 
@@ -983,6 +984,7 @@ async def _stream(
     dataset: str,
     answer_cache: Path | None,
     run_log: _RunLog,
+    on_progress: Callable[[str, int, int], None] | None,
 ) -> dict[str, Any]:
     """``retrieval.stream``: the stream's rows over one collection (its first summary
     strategy's summaries), written to OUT."""
@@ -1005,6 +1007,7 @@ async def _stream(
         answer_cache=answer_cache,
         methods=methods,
         make_index=make_index,
+        on_ask=on_progress,
     )
     result = {
         "model": model_name,

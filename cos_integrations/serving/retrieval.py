@@ -73,6 +73,8 @@ from cos_integrations.usage import Usage
 
 __all__ = [
     "FallbackRetriever",
+    "RESULT_KEYS",
+    "item_metadata",
     "RetrievalResult",
     "Citation",
     "cite",
@@ -213,6 +215,54 @@ class RetrievalResult:
             if h.doc_id not in seen:
                 seen[h.doc_id] = cite(h, self.hit, versions.get(h.doc_id))
         return list(seen.values())
+
+
+# What every item a framework retriever returns carries about the query (flat: str, int,
+# bool), beside its own metadata: documented in docs/frameworks.md.
+RESULT_KEYS = (
+    "cos_hit",
+    "cos_answer",
+    "cos_quote",
+    "cos_served",
+    "cos_checks",
+    "cos_reason",
+    "cos_job_id",
+    "cos_entry",
+)
+
+
+def item_metadata(result: RetrievalResult, item: SearchHit, citation: str) -> dict[str, Any]:
+    """An item's metadata as both frameworks return it: its own, its kind and citation,
+    and the query's outcome (:data:`RESULT_KEYS`): on a hit the answer already checked
+    (``cos_answer``: the judge's grounded answer, or a verified answer's, with
+    ``cos_quote``, the words it was read from; ``cos_served``: ``"exact"``, ``"similar"``
+    or ``"checked"`` when a verified answer served it with no judge call; ``cos_checks``:
+    the checks it passed, comma-separated), so a chain answers a hit with no second model
+    call; on a miss ``cos_hit=False``, why (``cos_reason``) and the refine job it queued
+    (``cos_job_id``). Keys with no value are left out.
+
+    Examples:
+        >>> chunk = SearchHit("lease.md::chunk::0", "lease.md", "Rent is due on the 1st.",
+        ...                   0.86, {"doc_id": "lease.md"}, "chunk")
+        >>> miss = RetrievalResult("When is rent due?", False, [chunk], "below", job_id=3)
+        >>> meta = item_metadata(miss, chunk, "lease.md")
+        >>> meta["cos_hit"], meta["cos_job_id"], "cos_answer" in meta
+        (False, 3, False)
+    """
+    passed = ",".join(k for k, ok in result.checks.items() if ok)
+    outcome = {
+        "cos_hit": result.hit,
+        "cos_answer": result.answer if result.hit else None,
+        "cos_quote": result.quote if result.hit else None,
+        "cos_served": result.served,
+        "cos_checks": passed or None,
+        "cos_reason": result.reason,
+        "cos_job_id": result.job_id,
+        "cos_entry": result.entry_id,
+    }
+    meta = {**item.metadata, "cos_kind": item.kind, "cos_citation": citation}
+    meta.pop("_node_content", None)
+    return meta | {k: v for k, v in outcome.items() if v is not None}
 
 
 def _content(items: list[SearchHit]) -> str:

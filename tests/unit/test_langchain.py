@@ -38,7 +38,9 @@ def test_all_exports():
         "CoreEmbedder",
         "as_chat_model",
         "as_embedder",
+        "create_cos_qa_chain",
         "document_id",
+        "format_docs",
         "section_documents",
     ]
     for name in langchain_ext.__all__:  # the deprecated name is importable, not listed
@@ -320,3 +322,65 @@ def test_config_is_the_ingest_config_and_cos_config_its_old_name(tmp_path):
     with pytest.warns(DeprecationWarning, match="cos_config"):
         old = CoSFallbackRetriever(persist_dir=str(tmp_path / "b"), cos_config=CFG)
     assert old.config == CFG
+
+
+def _judged(tmp_path, fake):
+    from cos_integrations.embedded.embeddings import HashingEmbedder
+
+    r = CoSFallbackRetriever.from_persist_dir(
+        tmp_path / "qa",
+        llm=langchain_fake(fake),
+        embeddings=HashingEmbedder(256),
+        k=2,
+        config=CFG,
+        rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries"),
+    )
+    r.add_documents(docs())
+    return r
+
+
+def test_a_hit_carries_its_checked_answer_and_a_miss_its_refine_job(tmp_path):
+    """Issue 58 item 1: the judge's answer, its quote and the checks it passed travel with
+    a hit's documents; a miss's say it is one and which refine job it queued."""
+    retriever = _judged(tmp_path, ScriptedFakeModel())
+    [hit, *_] = retriever.invoke("What is the garden item 1?")
+    meta = hit.metadata
+    assert meta["cos_hit"] is True and meta["cos_answer"] == "value 1b"
+    assert meta["cos_quote"] == "The garden item 1 is value 1b."
+    assert {"answered", "quoted", "in_quote", "in_source"} <= set(meta["cos_checks"].split(","))
+    assert "cos_job_id" not in meta and "cos_served" not in meta
+    [miss, *_] = retriever.invoke("What is the garden item 7?")
+    assert miss.metadata["cos_hit"] is False and isinstance(miss.metadata["cos_job_id"], int)
+    assert "cos_answer" not in miss.metadata and miss.metadata["cos_reason"]
+    again = retriever.invoke("What is the garden item 1?")  # its verified answer, served
+    assert again[0].metadata["cos_served"] == "exact" and again[0].metadata["cos_kind"] == "answer"
+
+
+async def test_the_qa_chain_answers_a_hit_with_the_judges_call_alone(tmp_path):
+    """Issue 58 item 2: a hit costs one model call (the judge's), a miss the judge's (when
+    asked) and the chain's own answer call, and the miss's repeat, served its verified
+    answer, none; invoke, ainvoke, batch and stream."""
+    from langchain_ext import create_cos_qa_chain
+
+    fake = ScriptedFakeModel()
+    retriever = _judged(tmp_path, fake)
+    chain = create_cos_qa_chain(retriever, langchain_fake(fake))
+    calls = len(fake.calls)
+    out = chain.invoke("What is the garden item 1?")
+    assert out["hit"] and out["answer"] == "value 1b" and out["served"] is None
+    assert [t for t, _ in fake.calls[calls:]] == ["grounded"]  # the judge's, nothing after
+    assert out["context"][0].metadata["cos_answer"] == "value 1b"
+    calls = len(fake.calls)
+    miss = await chain.ainvoke({"question": "What is the garden item 7?"})
+    assert not miss["hit"] and miss["answer"] == "value 7h"
+    assert [t for t, _ in fake.calls[calls:]][-1] == "plain_qa"  # answered from the chunks
+    calls = len(fake.calls)
+    [again, also] = chain.batch(["What is the garden item 7?", "what is the GARDEN item 7"])
+    assert again["served"] == also["served"] == "exact" and again["answer"] == "value 7h"
+    assert len(fake.calls) == calls  # the verified answer: no call at all
+    chunks = list(chain.stream("What is the garden item 7?"))
+    assert chunks[-1]["answer"] == "value 7h" and len(fake.calls) == calls
+    with pytest.raises(ValueError, match="takes a question"):
+        chain.invoke({"query": "What is the garden item 7?"})
+    with pytest.raises(TypeError, match="CoSFallbackRetriever"):
+        create_cos_qa_chain(RunnableLambda(lambda q: []), langchain_fake(fake))
