@@ -102,7 +102,7 @@ RULES = {
     # + the hit document's best chunk, its chunk vectors read by id
     "chunk": HitRule(judge="score", threshold=0.0, hit_context="best+chunk"),
     # + the product's routing check: a search of the whole chunk collection must agree
-    "routed": HitRule(judge="score", threshold=0.0, hit_context="best+chunk", verify_route=True),
+    "routed": HitRule(judge="score", threshold=0.0, hit_context="best+chunk"),
 }
 
 

@@ -12,11 +12,6 @@ Examples:
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
-import warnings
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from cos_integrations.version import __version__ as __version__
@@ -91,78 +86,8 @@ __all__ = [
     "read_manifest",
 ]
 
-# answer metrics are research tools (cos_integrations.research); importable from here, with
-# a warning, until 0.3
-MOVED_TO_RESEARCH = ("exact_match", "normalize_answer", "rouge_l", "squad_f1")
-
-# modules that moved into the subpackages in 0.2 (old name -> new path under this package):
-# ``import cos_integrations.index`` still works, with a DeprecationWarning, until 0.3
-MOVED_MODULES = {
-    "config": "summarize.config",
-    "engine": "summarize.engine",
-    "guard": "summarize.guard",
-    "prompts": "summarize.prompts",
-    "questions": "summarize.questions",
-    "result": "summarize.result",
-    "db": "storage.db",
-    "migrate": "storage.migrate",
-    "refine_queue": "storage.refine_queue",
-    "store": "storage.store",
-    "export": "serving.export",
-    "hit_rule": "serving.hit_rule",
-    "index": "serving.index",
-    "oversight": "serving.oversight",
-    "refine": "serving.refine",
-    "retrieval": "serving.retrieval",
-    "stats": "serving.stats",
-    "embeddings": "embedded.embeddings",
-    "local": "embedded.server",
-    "runtime": "embedded.runtime",
-}
-
-
-class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an old module path (``cos_integrations.index``) as the module at its new one,
-    the very same module object, with a warning."""
-
-    def __init__(self) -> None:
-        self._specs: dict[str, Any] = {}
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        package, _, leaf = fullname.rpartition(".")
-        if package != __name__ or leaf not in MOVED_MODULES:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
-
-    def create_module(self, spec: Any) -> ModuleType:
-        new = f"{__name__}.{MOVED_MODULES[spec.name.rpartition('.')[2]]}"
-        warnings.warn(
-            f"{spec.name} moved to {new}; the old path goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        module = importlib.import_module(new)
-        # the import system overwrites the module's spec with the old name's; put it back
-        self._specs[spec.name] = module.__spec__
-        return module
-
-    def exec_module(self, module: ModuleType) -> None:
-        module.__spec__ = self._specs.pop(module.__spec__.name, module.__spec__)
-
-
-if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
-    sys.meta_path.append(_MovedModuleFinder())
-
 
 def __getattr__(name: str) -> Any:
-    if name in MOVED_TO_RESEARCH:
-        warnings.warn(
-            f"cos_integrations.{name} moved to cos_integrations.research.{name}; the old "
-            "name goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(".metrics", __name__), name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,13 +31,10 @@ __all__ = [
     "DEFAULT_K",
     "DEFAULT_HIT_CONTEXT",
     "DEFAULT_SCORE_HIT_CONTEXT",
-    "DEPRECATED_HIT_CONTEXT",
-    "DEPRECATED_HIT_CONTEXT_NOTE",
     "DEFAULT_ANSWER_SIMILARITY",
     "ANSWER_CHECK_SIMILARITY",
     "FOCUS_SENTENCES",
     "PRESET_NAMES",
-    "DEPRECATED_PRESETS",
     "PresetChoice",
     "DEFAULT_PRESET",
     "TIERED_SUMMARY_WORDS",
@@ -54,8 +51,8 @@ __all__ = [
 
 # who decides a hit: the similarity alone, or the model answering from the hit context
 Judge = Literal["score", "llm"]
-HitContext = Literal["summaries", "best", "best+chunk", "focused"]
-HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best", "best+chunk", "focused")
+HitContext = Literal["summaries", "best+chunk", "focused"]
+HIT_CONTEXTS: tuple[str, ...] = ("summaries", "best+chunk", "focused")
 # the most sentences a "focused" hit context keeps (HitRule.focus_sentences; windows of two
 # sentences ranked by the index's embedding, retrieval.focus_items)
 FOCUS_SENTENCES = 4
@@ -74,14 +71,8 @@ DEFAULT_HIT_CONTEXT: HitContext = "focused"  # with the model judge (judge="llm"
 # 0.665, 0.343 -> 0.650, 0.214 -> 0.316, 0.179 -> 0.568, paired 12 / 3, 17 / 3, 15 / 5,
 # 17 / 1; "focused" won on encyclopedia text alone.
 DEFAULT_SCORE_HIT_CONTEXT: HitContext = "best+chunk"
-# hit_context="best" (the best summary alone): behind the other reads with both judges on
-# the four sets ("What the judge reads", "Without a model"); it works, with a warning, until 0.3
-DEPRECATED_HIT_CONTEXT = "best"
-DEPRECATED_HIT_CONTEXT_NOTE = (
-    'hit_context="best" is deprecated: the best summary alone answered worse than the '
-    'other reads with both judges (BENCHMARKS.md); it goes in 0.3. "best+chunk" adds its '
-    'document\'s best chunk, "summaries" with k=1 returns the best summary'
-)
+# hit_context="best" (the best summary alone) lost to the other reads with both judges on
+# the four sets ("What the judge reads", "Without a model"): deprecated in 0.2, gone in 0.3
 # HitRule.answer_similarity: a question at least this close (e5 cosine) to a verified
 # answer's question is served that answer without a model call (serving/answers.py); each
 # entry's own bar rises above any nearby verified question whose answer differs. Chosen on
@@ -104,11 +95,9 @@ CALIBRATION_QUANTILE = 0.25
 # Summaries loop at ingest, "cos-fast" fewer rounds of it, "paper" the paper's best setting
 PresetName = Literal["tiered", "cos", "cos-fast", "paper"]
 PRESET_NAMES: tuple[str, ...] = get_args(PresetName)
-# the names of before 0.2, still accepted with a deprecation warning until 0.3 ("default"
-# was the loop at ingest, which is not what ships)
-DEPRECATED_PRESETS: dict[str, str] = {"default": "cos", "fast": "cos-fast"}
-# what the CLI's --preset accepts (the deprecated names too, with their warning)
-PresetChoice = Literal["tiered", "cos", "cos-fast", "paper", "default", "fast"]
+# what the CLI's --preset accepts (0.2's old names "default" and "fast" went in 0.3: they
+# are "cos" and "cos-fast")
+PresetChoice = PresetName
 
 # How a summary is made (CoSConfig.strategy; here so that the CLI lists the choices in
 # --help without importing the config's dependencies)

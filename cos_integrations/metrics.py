@@ -28,28 +28,6 @@ __all__ = [
 ]
 
 
-# the hit rule's evidence checks that lived here until 0.1 (now in serving/hit_rule.py)
-MOVED_TO_HIT_RULE = ("is_grounded", "answers_agree", "echoes_question", "supporting_sentence")
-
-
-def __getattr__(name: str) -> object:
-    """The hit rule's evidence checks, which lived here until 0.1 and moved to
-    ``hit_rule.py``, with a warning, for one release (gone in 0.3)."""
-    import importlib
-
-    if name in MOVED_TO_HIT_RULE:
-        import warnings
-
-        warnings.warn(
-            f"cos_integrations.metrics.{name} moved to cos_integrations.serving.hit_rule.{name}; "
-            "the old name goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module("cos_integrations.serving.hit_rule"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 # MLQA's articles per language (its evaluation script); Chinese is compared by character
 _LANGUAGE_ARTICLES = {

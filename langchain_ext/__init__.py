@@ -7,7 +7,6 @@ Names: ``CoS*`` are CoS for LangChain (a transformer, a retriever, a chat model 
 core's model, local embeddings), and ``create_cos_qa_chain`` a question-answering runnable
 over the retriever; ``Core*`` are LangChain objects for the core
 (``CoreChatModel`` wraps a ``BaseChatModel``, ``CoreEmbedder`` an ``Embeddings``).
-``LangChainChatModel`` is the old name of ``CoreChatModel`` (a warning; it goes in 0.3).
 """
 
 from .chat_model import CoreChatModel, CoSChatModel, as_chat_model
@@ -30,10 +29,3 @@ __all__ = [
     "format_docs",
     "section_documents",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """The names before 0.2, with a warning (see :mod:`langchain_ext.chat_model`)."""
-    from . import chat_model
-
-    return getattr(chat_model, name)

@@ -122,18 +122,3 @@ class CoSChatModel(BaseChatModel):
         return self._result(
             await self.model.chat(self._messages(messages), max_tokens=self.max_tokens)
         )
-
-
-def __getattr__(name: str) -> Any:
-    """``LangChainChatModel``, the name before 0.2 of :class:`CoreChatModel`, with a
-    warning (goes in 0.3)."""
-    if name == "LangChainChatModel":
-        import warnings
-
-        warnings.warn(
-            "LangChainChatModel is the name before 0.2 of CoreChatModel; it goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return CoreChatModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

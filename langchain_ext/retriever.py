@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,12 +13,12 @@ from langchain_core.callbacks import (
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig
-from cos_integrations.defaults import DEFAULT_K, DEFAULT_REFINE_TEACH, HitContext, RefineTeach
+from cos_integrations.defaults import DEFAULT_K, DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.serving.hit_rule import HitRule, apply_legacy
+from cos_integrations.serving.hit_rule import HitRule
 from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, item_metadata
 from cos_integrations.sync import run_sync
@@ -31,17 +30,6 @@ from .transformer import document_id
 __all__ = ["CoSFallbackRetriever"]
 
 log = logging.getLogger(__name__)
-
-# the retriever's hit-rule fields before 0.2, now HitRule's (rule=)
-_LEGACY = (
-    "threshold",
-    "judge",
-    "hit_context",
-    "reject_echo",
-    "require_support",
-    "verify_chunk",
-    "verify_route",
-)
 
 
 def _to_document(res: RetrievalResult, hit: SearchHit, citation: str) -> Document:
@@ -97,33 +85,24 @@ class CoSFallbackRetriever(BaseRetriever):
             chain = retriever | format_docs | prompt | chat_model
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown keyword is an error, not a silent no-op (0.2's hit-rule fields are rule=)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     # the index directory: `persist_dir`, as LlamaIndex and the `from_persist_dir`
-    # constructors call it; `index_path` (the name before 0.2) is still accepted
-    persist_dir: str = Field(validation_alias=AliasChoices("persist_dir", "index_path"))
+    # constructors call it
+    persist_dir: str
     k: int = DEFAULT_K
     # the hit rule; None: the index's recorded one (cos_integrations.HitRule)
     rule: HitRule | None = None
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
     # how the background refiner teaches a summary a missed query
     refine_teach: RefineTeach = DEFAULT_REFINE_TEACH
-    # the hit-rule fields before 0.2 (deprecated: rule=HitRule(...)); None: the rule's
-    threshold: float | None = None
-    judge: Literal["score", "llm"] | None = None
-    hit_context: HitContext | None = None
-    reject_echo: bool | None = None
-    require_support: bool | None = None
-    verify_chunk: bool | None = None
-    verify_route: bool | None = None
     chroma_url: str | None = None
     # the store on a server (postgresql://...); None: the manifest's, else the index's file
     store_url: str | None = Field(default=None, repr=False)
     # the ingest config (add_documents; also the background refiner's), as the transformer
-    # and the core call it; `cos_config` (the name before 0.2) is still accepted
-    config: CoSConfig | None = Field(
-        default=None, validation_alias=AliasChoices("config", "cos_config")
-    )
+    # and the core call it
+    config: CoSConfig | None = None
     concurrency: int = 2
 
     _llm: Any = PrivateAttr(default=None)
@@ -133,30 +112,17 @@ class CoSFallbackRetriever(BaseRetriever):
     _core_spec: tuple = PrivateAttr(default=())
 
     def __init__(self, *, llm: Any = None, embeddings: Any = None, **data: Any) -> None:
-        for old, new in (("index_path", "persist_dir"), ("cos_config", "config")):
-            if old in data:
-                warnings.warn(
-                    f"{old}= is the name before 0.2 of {new}=; it goes in 0.3",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-        legacy = {k: data[k] for k in _LEGACY if data.get(k) is not None}
-        apply_legacy(None, legacy, where="CoSFallbackRetriever", base=HitRule())  # warns
         super().__init__(**data)
-        judge = self.judge or (self.rule.judge if self.rule else None)
-        if judge == "llm" and llm is None:
+        if self.rule is not None and self.rule.judge == "llm" and llm is None:
             raise ValueError('judge="llm" needs llm=; pass a chat model or use judge="score"')
         self._llm = llm
         self._embeddings = embeddings
 
     @property
     def hit_rule(self) -> HitRule:
-        """The hit rule in force: ``rule``, else the index's, with any legacy field set, its
-        judge resolved for this retriever (:meth:`HitRule.for_model`: the model's when it
-        has ``llm``)."""
-        base = self.rule or self.index.hit_rule
-        legacy = base.with_options(**{k: getattr(self, k) for k in _LEGACY})
-        return legacy.for_model(self._llm is not None)
+        """The hit rule in force: ``rule``, else the index's, its judge resolved for this
+        retriever (:meth:`HitRule.for_model`: the model's when it has ``llm``)."""
+        return (self.rule or self.index.hit_rule).for_model(self._llm is not None)
 
     @classmethod
     def from_persist_dir(
@@ -164,16 +130,6 @@ class CoSFallbackRetriever(BaseRetriever):
     ) -> CoSFallbackRetriever:
         """Open (or create) the index at ``path`` (from ``cos ingest`` or ``add_documents``)."""
         return cls(persist_dir=str(path), llm=llm, embeddings=embeddings, **kwargs)
-
-    @property
-    def index_path(self) -> str:
-        """The old name of :attr:`persist_dir` (before 0.2; goes in 0.3)."""
-        warnings.warn(
-            "index_path is the name before 0.2 of persist_dir; it goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.persist_dir
 
     @property
     def index(self) -> CoSIndex:

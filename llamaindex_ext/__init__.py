@@ -6,8 +6,7 @@ Examples:
 Names: ``CoS*`` are CoS for LlamaIndex (a transform, a retriever, a query engine, an
 embedding);
 ``Core*`` are LlamaIndex objects for the core (``CoreChatModel`` wraps an ``LLM``,
-``CoreEmbedder`` an embed model). ``CoSLLM`` is the old name of ``CoreChatModel`` (a
-warning; it goes in 0.3).
+``CoreEmbedder`` an embed model).
 """
 
 from .embeddings import CoreEmbedder, CoSLocalEmbedding, as_embedder
@@ -30,10 +29,3 @@ __all__ = [
     "as_embedder",
     "section_documents",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """The names before 0.2, with a warning (see :mod:`llamaindex_ext.llm`)."""
-    from . import llm
-
-    return getattr(llm, name)

@@ -76,18 +76,3 @@ def as_chat_model(llm: Any):
     if hasattr(llm, "chat") and not isinstance(llm, LLM):
         return llm
     raise TypeError(f"expected a LlamaIndex LLM or a ChatModel, got {type(llm).__name__}")
-
-
-def __getattr__(name: str) -> Any:
-    """``CoSLLM``, the name before 0.2 of :class:`CoreChatModel`, with a warning (goes in
-    0.3)."""
-    if name == "CoSLLM":
-        import warnings
-
-        warnings.warn(
-            "CoSLLM is the name before 0.2 of CoreChatModel; it goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return CoreChatModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

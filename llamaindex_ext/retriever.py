@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +23,7 @@ from pydantic import PrivateAttr
 from cos_integrations import CoSConfig
 from cos_integrations.defaults import DEFAULT_K, DEFAULT_REFINE_TEACH, RefineTeach
 from cos_integrations.embedded.embeddings import LocalEmbedder
-from cos_integrations.serving.hit_rule import HitRule, apply_legacy
+from cos_integrations.serving.hit_rule import HitRule
 from cos_integrations.serving.index import SUMMARIES, CoSIndex, SearchHit, read_manifest
 from cos_integrations.serving.retrieval import (
     FallbackRetriever,
@@ -177,16 +176,7 @@ class CoSFallbackRetriever(BaseRetriever):
         refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
-        **legacy: Any,
     ) -> None:
-        if "config" in legacy:  # the name before 0.2 of refine_config
-            warnings.warn(
-                "config= is the name before 0.2 of refine_config= (the transform's config= "
-                "is the ingest config); it goes in 0.3",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            refine_config = legacy.pop("config")
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.index = index
         self.similarity_top_k = similarity_top_k  # read on every query
@@ -195,7 +185,7 @@ class CoSFallbackRetriever(BaseRetriever):
             index,
             llm=self._chat,
             k=similarity_top_k,
-            rule=apply_legacy(rule, legacy, where="CoSFallbackRetriever", base=index.hit_rule),
+            rule=rule,
             refine_on_miss=refine_on_miss,
             refine_config=refine_config,
             refine_teach=refine_teach,
@@ -247,8 +237,8 @@ class CoSFallbackRetriever(BaseRetriever):
         rule = kwargs.get("rule")
         if rule is None:  # the index's recorded rule (HitRule() when none is)
             recorded = (read_manifest(persist_dir) or {}).get("hit_rule")
-            rule = HitRule.model_validate(recorded) if recorded else HitRule()
-        judge = kwargs.get("judge") or rule.judge
+            rule = HitRule.from_record(recorded) if recorded else HitRule()
+        judge = rule.judge
         needs_llm = judge == "llm" or kwargs.get("refine_on_miss") == "background"
         if llm is None and needs_llm:
             llm = _from_settings("llm")

@@ -213,14 +213,16 @@ def reject(
 
 @app.command()
 def stats(index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> None:
-    """Hits, misses, hit rate per day, tokens saved and break-even query counts."""
+    """Served answers, hits, misses (each ask once), the rate per day, tokens saved and
+    break-even query counts."""
     from cos_integrations.serving.stats import compute_stats
 
     idx = open_index(index, store_url=store_url)
     s = compute_stats(idx.store)
     console.print(
-        f"queries {s.queries}: hits {s.hits}, misses {s.misses}, not in source "
-        f"{s.not_in_source}; hit rate {s.hit_rate:.0%}"
+        f"queries {s.queries}: served a verified answer {s.served}, summary hits {s.hits}, "
+        f"misses {s.misses}, not in source {s.not_in_source}; answered without the source "
+        f"{s.hit_rate:.0%}"
     )
     for day, (hits, total) in s.per_day.items():
         console.print(f"  {day}: {hits}/{total} hits ({hits / total:.0%})")

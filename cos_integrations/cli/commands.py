@@ -13,10 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from cos_integrations.cli.common import (
-    AnsweredMissesOpt,
     AnswerSimilarityOpt,
     BaseUrlOpt,
-    CheckNamesOpt,
     ChromaOpt,
     FocusOpt,
     HitContextOpt,
@@ -24,24 +22,17 @@ from cos_integrations.cli.common import (
     JudgeOpt,
     LocalOpt,
     ModelOpt,
-    ParaphraseOpt,
-    RejectEchoOpt,
-    RequireSupportOpt,
     RetargetOpt,
     StoreUrlOpt,
     TeachOpt,
     ThresholdOpt,
-    VerifyChunkOpt,
-    VerifyRouteOpt,
     console,
     err,
     make_embedder,
     open_index,
-    preset_name,
     progress_bar,
     rule_levers,
     setup_logging,
-    warn_deprecated,
 )
 from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
@@ -169,7 +160,6 @@ def _ingest_config(index: Path, preset: str | None, strategy: str | None):
     from cos_integrations.summarize.config import CoSConfig
 
     overrides = {"strategy": strategy} if strategy else {}
-    preset = preset_name(preset)
     recorded = (read_manifest(index) or {}).get("config") if preset is None else None
     try:
         if recorded:
@@ -285,13 +275,7 @@ def query(
     threshold: ThresholdOpt = None,
     hit_context: HitContextOpt = None,
     focus_sentences: FocusOpt = None,
-    reject_echo: RejectEchoOpt = None,
-    require_support: RequireSupportOpt = None,
-    verify_chunk: VerifyChunkOpt = None,
-    verify_route: VerifyRouteOpt = None,
     answer_similarity: AnswerSimilarityOpt = None,
-    answered_misses: AnsweredMissesOpt = None,
-    answered_miss_similarity: ParaphraseOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalOpt = None,
@@ -314,12 +298,6 @@ def query(
         hit_context,
         answer_similarity,
         focus_sentences,
-        reject_echo=reject_echo,
-        require_support=require_support,
-        verify_chunk=verify_chunk,
-        verify_route=verify_route,
-        answered_miss_similarity=answered_miss_similarity,
-        answered_misses=answered_misses,
     )
     rule = idx.hit_rule.with_options(**levers)
     # the CLI always has a model to open (the embedded one at least), so the judge left out
@@ -385,7 +363,6 @@ def refine(
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
     teach: TeachOpt = DEFAULT_REFINE_TEACH,
     retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
-    check_names: CheckNamesOpt = None,
     deepen: Annotated[
         int,
         typer.Option(
@@ -421,7 +398,6 @@ def refine(
             if val:
                 args += [f"--{opt.replace('_', '-')}", val]
         raise typer.Exit(_refine_workers(workers, args, store_url))
-    warn_deprecated(check_names=check_names)
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
     pending = idx.store.jobs("pending")
     if not pending and not watch and not deepen:

@@ -13,16 +13,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cos_integrations.defaults import (
-    DEPRECATED_HIT_CONTEXT,
-    DEPRECATED_HIT_CONTEXT_NOTE,
-    DEPRECATED_PRESETS,
     HitContext,
     Judge,
     RefineTeach,
 )
 
 __all__ = [
-    "preset_name",
     "console",
     "err",
     "IndexOpt",
@@ -36,14 +32,7 @@ __all__ = [
     "HitContextOpt",
     "TeachOpt",
     "RetargetOpt",
-    "CheckNamesOpt",
-    "RejectEchoOpt",
-    "RequireSupportOpt",
-    "VerifyChunkOpt",
-    "VerifyRouteOpt",
-    "AnsweredMissesOpt",
     "AnswerSimilarityOpt",
-    "ParaphraseOpt",
     "rule_levers",
     "setup_logging",
     "make_embedder",
@@ -139,43 +128,6 @@ RetargetOpt = Annotated[
         "ranking for the query (1: its own only).",
     ),
 ]
-# Options of before 0.2 that do nothing since the hit rule and refinement decide by a
-# grounded quote: still accepted (hidden), each with a warning, until 0.3.
-DEPRECATED = "does nothing since 0.2 (a hit needs a grounded quote); goes in 0.3"
-
-
-def _gone(flag: str) -> Any:
-    return typer.Option(flag, hidden=True, help=DEPRECATED, show_default=False)
-
-
-CheckNamesOpt = Annotated[bool | None, _gone("--check-names/--no-check-names")]
-RejectEchoOpt = Annotated[bool | None, _gone("--reject-echo/--no-reject-echo")]
-RequireSupportOpt = Annotated[bool | None, _gone("--require-support/--no-require-support")]
-VerifyChunkOpt = Annotated[bool | None, _gone("--verify-chunk/--no-verify-chunk")]
-VerifyRouteOpt = Annotated[bool | None, _gone("--verify-route/--no-verify-route")]
-ParaphraseOpt = Annotated[
-    float | None, typer.Option("--answered-miss-similarity", hidden=True, help=DEPRECATED)
-]
-
-
-def warn_deprecated(**given: object) -> None:
-    """One warning line for each deprecated option that was given (not ``None``)."""
-    for name, value in given.items():
-        if value is not None:
-            err.print(f"[yellow]warning:[/] --{name.replace('_', '-')} {DEPRECATED}")
-
-
-def preset_name(preset: str | None) -> str | None:
-    """``--preset``'s name, a deprecated one (``default``, ``fast``) mapped to today's with
-    a warning line."""
-    if preset in DEPRECATED_PRESETS:
-        new = DEPRECATED_PRESETS[preset]
-        err.print(f"[yellow]warning:[/] --preset {preset} is deprecated: it is --preset {new}")
-        return new
-    return preset
-
-
-AnsweredMissesOpt = Annotated[bool | None, _gone("--answered-misses/--no-answered-misses")]
 AnswerSimilarityOpt = Annotated[
     float | None,
     typer.Option(
@@ -251,14 +203,9 @@ def rule_levers(
     hit_context: str | None,
     answer_similarity: float | None = None,
     focus_sentences: int | None = None,
-    **deprecated: object,
 ) -> dict[str, Any]:
     """The hit-rule options of ``cos query`` and ``cos eval`` as ``HitRule`` fields, for
-    ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value);
-    the deprecated ones (``reject_echo=`` ...) are warned about and dropped."""
-    warn_deprecated(**deprecated)
-    if hit_context == DEPRECATED_HIT_CONTEXT:
-        err.print(f"[yellow]warning:[/] --hit-context {escape(DEPRECATED_HIT_CONTEXT_NOTE)}")
+    ``rule.with_options(**...)`` (an option left out, ``None``, keeps the rule's value)."""
     return {
         "judge": judge,
         "threshold": threshold,

@@ -11,26 +11,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from cos_integrations.cli.common import (
-    AnsweredMissesOpt,
     AnswerSimilarityOpt,
     BaseUrlOpt,
-    CheckNamesOpt,
     FocusOpt,
     HitContextOpt,
     JudgeOpt,
     LocalOpt,
     ModelOpt,
-    ParaphraseOpt,
-    RejectEchoOpt,
-    RequireSupportOpt,
     RetargetOpt,
     TeachOpt,
     ThresholdOpt,
-    VerifyChunkOpt,
-    VerifyRouteOpt,
     console,
     err,
-    preset_name,
     progress_bar,
     rule_levers,
     setup_logging,
@@ -281,19 +273,12 @@ def eval_command(
     refine_from_traffic: RefineFromTrafficOpt = False,
     refine_teach: TeachOpt = DEFAULT_REFINE_TEACH,
     refine_retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
-    refine_check_names: CheckNamesOpt = None,
     k: KOpt = DEFAULT_K,
     threshold: ThresholdOpt = None,
     judge: JudgeOpt = None,
     hit_context: HitContextOpt = None,
     focus_sentences: FocusOpt = None,
-    reject_echo: RejectEchoOpt = None,
-    require_support: RequireSupportOpt = None,
-    verify_chunk: VerifyChunkOpt = None,
-    verify_route: VerifyRouteOpt = None,
     answer_similarity: AnswerSimilarityOpt = None,
-    answered_misses: AnsweredMissesOpt = None,
-    answered_miss_similarity: ParaphraseOpt = None,
     summary_method: SummaryMethodOpt = None,
     summaries_from: SummariesFromOpt = None,
     deepen: DeepenOpt = None,
@@ -343,12 +328,6 @@ def eval_command(
                 hit_context,
                 answer_similarity,
                 focus_sentences,
-                reject_echo=reject_echo,
-                require_support=require_support,
-                verify_chunk=verify_chunk,
-                verify_route=verify_route,
-                answered_miss_similarity=answered_miss_similarity,
-                answered_misses=answered_misses,
             ),
             summary_method=summary_method or config.strategy,
             summaries_from=str(summaries_from) if summaries_from else None,
@@ -529,7 +508,7 @@ def _config(preset: str | None, **options: int | None):
     from cos_integrations.summarize.config import CoSConfig
 
     given = {name: value for name, value in options.items() if value is not None}
-    return CoSConfig.preset(preset_name(preset) or DEFAULT_PRESET, **given)
+    return CoSConfig.preset(preset or DEFAULT_PRESET, **given)
 
 
 def _print_result(result: dict) -> None:

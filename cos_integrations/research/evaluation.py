@@ -928,6 +928,7 @@ async def run_eval(
             dataset,
             answer_cache,
             run_log,
+            on_progress,
         )
     for i, source in enumerate(sources):
         summaries = _summaries(source, retrieval.summaries_from, run_log.done, everything)
@@ -1046,13 +1047,10 @@ def _plan(
 
 
 # Options added after runs were recorded, with the value every run had before they
-# existed. Both act only on refinement from traffic (an answered miss needs a bank row a
-# refine job wrote; retarget is a refine job's), so a signature leaves them out of a run
-# without it, and out of one with it while they hold that old value: the records of before
-# still resume, whatever the defaults become.
+# existed. Both act only on refinement from traffic (retarget is a refine job's), so a
+# signature leaves them out of a run without it, and out of one with it while they hold
+# that old value: the records of before still resume, whatever the defaults become.
 _LATER_OPTIONS: dict[tuple[str, ...], Any] = {
-    ("retrieval", "rule", "answered_misses"): False,
-    ("retrieval", "rule", "answered_miss_similarity"): None,
     ("retrieval", "refine_retarget"): 1,
     ("retrieval", "refine_check_names"): False,
 }

@@ -39,20 +39,18 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from cos_integrations.defaults import (
     CALIBRATION_QUANTILE,
     DEFAULT_ANSWER_SIMILARITY,
     DEFAULT_HIT_CONTEXT,
     DEFAULT_SCORE_HIT_CONTEXT,
-    DEPRECATED_HIT_CONTEXT,
-    DEPRECATED_HIT_CONTEXT_NOTE,
     FOCUS_SENTENCES,
+    HIT_CONTEXTS,
     HitContext,
     Judge,
 )
@@ -62,13 +60,10 @@ from cos_integrations.text import quote_span, split_sentences, text_tokens, toke
 __all__ = [
     "HitRule",
     "Judge",
-    "HIT_RULE_FIELDS",
-    "DEPRECATED_RULE_FIELDS",
     "GROUNDED_SCHEMA",
     "GroundedReply",
     "parse_grounded",
     "grounding_checks",
-    "apply_legacy",
     "is_grounded",
     "answers_agree",
     "echoes_question",
@@ -77,17 +72,6 @@ __all__ = [
     "sentence_windows",
     "choose_windows",
 ]
-
-# the fields of before 0.2's lexical checks: accepted, with a warning, and ignored (the
-# quote replaced them; BENCHMARKS.md, "Four kinds of text"); they go in 0.3
-DEPRECATED_RULE_FIELDS: tuple[str, ...] = (
-    "reject_echo",
-    "require_support",
-    "verify_chunk",
-    "verify_route",
-    "answered_miss_similarity",
-    "answered_misses",
-)
 
 
 class HitRule(BaseModel):
@@ -131,7 +115,7 @@ class HitRule(BaseModel):
     hit_context: HitContext | None = Field(
         None,
         description='what the judge reads and a hit returns: "summaries" (those that clear '
-        'the threshold), "best" (deprecated), "best+chunk" (the best summary and its '
+        'the threshold), "best+chunk" (the best summary and its '
         'document\'s best chunk) or "focused" (their sentence windows closest to the '
         'query); None: "focused" with the model judge, "best+chunk" with the similarity '
         "alone (measured: defaults.DEFAULT_SCORE_HIT_CONTEXT)",
@@ -151,22 +135,22 @@ class HitRule(BaseModel):
         "repeats only",
     )
 
-    @model_validator(mode="before")
     @classmethod
-    def _drop_deprecated(cls, data: Any) -> Any:
-        if isinstance(data, dict) and any(k in data for k in DEPRECATED_RULE_FIELDS):
-            gone = [k for k in DEPRECATED_RULE_FIELDS if k in data]
-            warnings.warn(
-                f"HitRule({', '.join(f'{k}=' for k in gone)}) does nothing since 0.2: a hit "
-                "needs a grounded quote instead, and a repeat is served its verified answer "
-                "(answer_similarity); the fields go in 0.3",
-                DeprecationWarning,
-                stacklevel=4,
-            )
-            data = {k: v for k, v in data.items() if k not in DEPRECATED_RULE_FIELDS}
-        if isinstance(data, dict) and data.get("hit_context") == DEPRECATED_HIT_CONTEXT:
-            warnings.warn(DEPRECATED_HIT_CONTEXT_NOTE, DeprecationWarning, stacklevel=4)
-        return data
+    def from_record(cls, data: dict[str, Any]) -> HitRule:
+        """A rule as an index's manifest recorded it, in any version: fields this version
+        no longer has (the lexical checks of 0.1, the answered-miss route of 0.2) are left
+        out, and a hit context it no longer has (0.2's ``"best"``) becomes the default.
+
+        Examples:
+            >>> HitRule.from_record({"judge": "llm", "answered_misses": True}).judge
+            'llm'
+            >>> HitRule.from_record({"hit_context": "best"}).hit_context is None
+            True
+        """
+        kept = {k: v for k, v in data.items() if k in cls.model_fields}
+        if kept.get("hit_context") not in (None, *HIT_CONTEXTS):
+            kept["hit_context"] = None
+        return cls.model_validate(kept)
 
     def for_model(self, has_model: bool) -> HitRule:
         """This rule as a retriever runs it: a ``judge`` left out (``None``) is the model
@@ -235,37 +219,6 @@ class HitRule(BaseModel):
         """
         given = {k: v for k, v in options.items() if v is not None}
         return self.model_validate({**self.model_dump(), **given}) if given else self
-
-
-# the keyword arguments the retrievers accept for a rule: its fields, and the deprecated
-HIT_RULE_FIELDS: tuple[str, ...] = (*HitRule.model_fields, *DEPRECATED_RULE_FIELDS)
-
-
-def apply_legacy(
-    rule: HitRule | None, legacy: dict[str, Any], *, where: str, base: HitRule
-) -> HitRule | None:
-    """``rule`` (else ``base``, e.g. the index's) with the hit-rule keyword arguments of
-    before 0.2 (``threshold=``, ``judge=``, ...) applied, and a deprecation warning; an
-    unknown keyword is a ``TypeError`` naming ``where``. No keywords: ``rule`` unchanged.
-
-    Examples:
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True):
-        ...     apply_legacy(None, {"judge": "llm"}, where="f", base=HitRule()).judge
-        'llm'
-    """
-    unknown = sorted(set(legacy) - set(HIT_RULE_FIELDS))
-    if unknown:
-        raise TypeError(f"{where}() got unexpected keyword arguments: {', '.join(unknown)}")
-    if not legacy:
-        return rule
-    warnings.warn(
-        f"{where}({', '.join(f'{k}=' for k in legacy)}) is deprecated: pass rule=HitRule("
-        f"{', '.join(f'{k}=...' for k in legacy)}); the keywords go in 0.3",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return (rule or base).with_options(**legacy)
 
 
 # ---------------------------------------------------------------- the grounded reply

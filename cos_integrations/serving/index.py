@@ -209,7 +209,7 @@ class CoSIndex:
         self.chunk_words = int((existing or {}).get("chunk_words", chunk_words))
         self._threshold: dict | None = (existing or {}).get("threshold")
         recorded_rule = (existing or {}).get("hit_rule")
-        self._hit_rule = HitRule.model_validate(recorded_rule) if recorded_rule else None
+        self._hit_rule = HitRule.from_record(recorded_rule) if recorded_rule else None
         # how `cos ingest` reads Markdown and HTML pages into this index (sections or whole
         # pages; None: not recorded, an index made before 0.2)
         self.page_sections: bool | None = (existing or {}).get("page_sections")

@@ -39,7 +39,6 @@ import logging
 import os
 import socket
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +116,7 @@ class Refiner:
     of the collection's chunk ranking for a query its answer is looked for, the job's first
     (1: the job's only). ``min_asks``: take only jobs whose question missed at least that
     often (2: refine where a question came back without a verified answer; 1: on its first
-    miss). ``check_names`` (before 0.2) is accepted with a deprecation warning and does
-    nothing: the quote decides.
+    miss).
 
     Examples:
         >>> refiner = Refiner(index, ChainOfSummaries(llm), teach="extract")  # doctest: +SKIP
@@ -137,7 +135,6 @@ class Refiner:
         worker_id: str | None = None,
         teach: RefineTeach = DEFAULT_REFINE_TEACH,
         retarget: int = DEFAULT_REFINE_RETARGET,
-        check_names: bool | None = None,
         min_asks: int = DEFAULT_REFINE_MIN_ASKS,
     ) -> None:
         if min_asks < 1:
@@ -150,13 +147,6 @@ class Refiner:
         self.teach = teach
         self.retarget = retarget
         self.min_asks = min_asks
-        if check_names is not None:
-            warnings.warn(
-                "Refiner(check_names=) does nothing since 0.2 (a refine job's answer needs a "
-                "quote from the source instead); the keyword goes in 0.3",
-                DeprecationWarning,
-                stacklevel=2,
-            )
         self.engine = engine
         self.epsilon = epsilon
         self.lease_seconds = lease_seconds

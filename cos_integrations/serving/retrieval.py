@@ -1,7 +1,12 @@
-"""Fallback retrieval: answer from summaries on a hit, from full text on a miss.
+"""Fallback retrieval: a verified answer when the question was answered before, else
+from summaries on a hit and from full text on a miss.
 
 The decision, the full-text fallback, the refine-queue entry and the hit/miss counters live
 here once; the LlamaIndex and LangChain retrievers wrap this and only convert types.
+
+Verified answers (:mod:`~cos_integrations.serving.answers`) come first: an exact repeat of
+a question whose answer the source bore out, or a close rewording of one, is served that
+answer with no model call (a rewording under its entry's bar after one short check).
 
 Hit rule (:mod:`~cos_integrations.serving.hit_rule`): the best summary's cosine
 similarity must clear ``threshold`` (by default the index's own, calibrated from the
@@ -13,14 +18,14 @@ context with a verbatim quote from it (one structured-output call, whose answer 
 answering a hit costs nothing more): the quote must be in the context, the answer in the
 quote, and the answer not just the question's words. ``hit_context`` chooses what the judge
 reads and a hit returns: the summaries that clear the threshold (``"summaries"``), the best
-one (``"best"``), the best summary and the best source chunk of its document
-(``"best+chunk"``), or their sentence windows closest to the query by the index's embedding
-(``"focused"``, :func:`focus_items`). A miss returns the top-k source chunks; an index
-without chunk vectors (a LlamaIndex pipeline that emits only summaries) falls back to the
-candidates' stored text, chunked and ranked on the fly.
+summary and the best source chunk of its document (``"best+chunk"``), or their sentence
+windows closest to the query by the index's embedding (``"focused"``, :func:`focus_items`).
+A miss returns the top-k source chunks; an index without chunk vectors (a LlamaIndex
+pipeline that emits only summaries) falls back to the candidates' stored text, chunked and
+ranked on the fly.
 
 Examples:
-    >>> retriever = FallbackRetriever(index, llm=llm, judge="llm")   # doctest: +SKIP
+    >>> retriever = FallbackRetriever(index, llm=llm)                 # doctest: +SKIP
     >>> result = retriever.retrieve("When is rent due?")              # doctest: +SKIP
     >>> result.hit, [h.doc_id for h in result.items]                  # doctest: +SKIP
 """
@@ -29,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -56,7 +60,6 @@ from cos_integrations.serving.hit_rule import (
     HitRule,
     Judge,
     answers_agree,
-    apply_legacy,
     choose_windows,
     is_grounded,
     parse_grounded,
@@ -188,16 +191,6 @@ class RetrievalResult:
     judge_error: str | None = None
     served: str | None = None
     entry_id: int | None = None
-
-    @property
-    def not_covered(self) -> bool:
-        """The name before 0.2 of :attr:`not_in_source` (goes in 0.3)."""
-        warnings.warn(
-            "not_covered is the name before 0.2 of not_in_source; it goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.not_in_source
 
     @property
     def context_tokens(self) -> int:
@@ -409,8 +402,7 @@ class FallbackRetriever:
     ``refine_min_asks`` times; :meth:`close` stops it). ``on_miss(result)``
     is called for every miss that queued a job. A call may pass its own ``llm=`` (e.g. one
     bound to a framework run's callbacks); the counters ``hits`` and ``misses`` stay on
-    this retriever. ``k`` summaries are searched either way. The hit-rule keywords of
-    before 0.2 (``threshold=``, ``judge=``, ...) still work, with a deprecation warning.
+    this retriever. ``k`` summaries are searched either way.
     ``route_check=False`` switches off the routing check of the model judge (the best
     summary's document must hold the collection's top source chunk): only to measure what
     the check does (BENCHMARKS.md, "The routing check").
@@ -437,9 +429,7 @@ class FallbackRetriever:
         route_check: bool = True,
         answers: bool = True,
         refine_min_asks: int = DEFAULT_REFINE_MIN_ASKS,
-        **legacy: object,
     ) -> None:
-        rule = apply_legacy(rule, legacy, where="FallbackRetriever", base=index.hit_rule)
         if refine_on_miss not in ("queue", "background", "off"):
             raise ValueError(
                 f"refine_on_miss must be queue, background or off, not {refine_on_miss!r}"
@@ -920,7 +910,7 @@ class FallbackRetriever:
         silent = await self._all_silent(doc_ids, query)
         if silent:
             reason += "; known not to be in the candidates' sources"
-        job_id = await self._queue_miss(target, query, items, queue=not silent)
+        job_id = await self._queue_miss(target, query, items, silent=silent)
         result = RetrievalResult(
             query,
             False,
@@ -942,14 +932,10 @@ class FallbackRetriever:
         return result
 
     async def _all_silent(self, doc_ids: list[str], query: str) -> bool:
-        """Whether every candidate document's source is known not to answer ``query``
-        (recorded as a ``not_in_source`` event when so)."""
+        """Whether every candidate document's source is known not to answer ``query``."""
         store = self.index.store
         silent = [await offload(store.not_in_source, d, query) for d in doc_ids]
-        if not (doc_ids and all(silent)):
-            return False
-        await offload(store.record_event, "not_in_source", doc_ids[0], query)
-        return True
+        return bool(doc_ids) and all(silent)
 
     async def _fallback_items(
         self,
@@ -983,18 +969,20 @@ class FallbackRetriever:
         return items, fallback
 
     async def _queue_miss(
-        self, target: str, query: str, items: list[SearchHit], *, queue: bool = True
+        self, target: str, query: str, items: list[SearchHit], *, silent: bool = False
     ) -> int | None:
-        """Count and record the miss on ``target``; queue its refine job (its id, or
-        ``None`` when refinement is off or ``queue`` is false: the query is known not to be
-        in the sources)."""
+        """Count and record the miss on ``target`` (one event an ask: ``not_in_source`` when
+        refinement found the sources silent on it, else ``miss``); queue its refine job (its
+        id, or ``None`` when refinement is off or the query is known not to be in the
+        sources)."""
         self.misses += 1
         store = self.index.store
         job_id = None
-        if self.refine_on_miss != "off" and queue:
+        if self.refine_on_miss != "off" and not silent:
             job_id = await offload(store.enqueue, target, query)
         tokens = sum(estimate_tokens(h.text) for h in items)
-        await offload(store.record_event, "miss", target, query, context_tokens=tokens)
+        kind = "not_in_source" if silent else "miss"
+        await offload(store.record_event, kind, target, query, context_tokens=tokens)
         return job_id
 
     def _background_refiner(self) -> BackgroundRefiner:

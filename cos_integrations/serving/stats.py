@@ -7,7 +7,6 @@ from the summary instead of the full document saves ``source - summary`` tokens.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 from cos_integrations.storage.store import SummaryStore
@@ -26,7 +25,18 @@ class DocumentStats:
 
 @dataclass
 class Stats:
+    """Each ask counted once: a summary ``hit``, a verified answer ``served`` (no model
+    call), a ``miss``, or a miss refinement had found the sources silent on
+    (``not_in_source``).
+
+    Examples:
+        >>> s = Stats(hits=3, served=5, misses=2)
+        >>> s.queries, s.hit_rate
+        (10, 0.8)
+    """
+
     hits: int = 0
+    served: int = 0  # asks a verified answer answered
     misses: int = 0
     not_in_source: int = 0  # queries refinement had found the source silent on
     context_tokens: int = 0
@@ -39,21 +49,12 @@ class Stats:
 
     @property
     def queries(self) -> int:
-        return self.hits + self.misses + self.not_in_source
-
-    @property
-    def not_covered(self) -> int:
-        """The name before 0.2 of :attr:`not_in_source` (goes in 0.3)."""
-        warnings.warn(
-            "not_covered is the name before 0.2 of not_in_source; it goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.not_in_source
+        return self.hits + self.served + self.misses + self.not_in_source
 
     @property
     def hit_rate(self) -> float:
-        return self.hits / self.queries if self.queries else 0.0
+        """The share of asks answered without the source: summary hits and served answers."""
+        return (self.hits + self.served) / self.queries if self.queries else 0.0
 
     @property
     def tokens_saved(self) -> int:
@@ -74,6 +75,7 @@ WITH src AS (
     SELECT doc_id, MAX(source_tokens) AS tokens FROM summary_versions GROUP BY doc_id
 )
 SELECT {day} AS day, SUM(CASE WHEN e.kind='hit' THEN 1 ELSE 0 END) AS hits,
+    SUM(CASE WHEN e.kind='answer' THEN 1 ELSE 0 END) AS served,
     SUM(CASE WHEN e.kind='miss' THEN 1 ELSE 0 END) AS misses, COUNT(*) AS queries,
     SUM(e.context_tokens) AS context, COALESCE(SUM(src.tokens), 0) AS full_docs
 FROM events e LEFT JOIN src ON src.doc_id=e.doc_id
@@ -95,10 +97,11 @@ def compute_stats(store: SummaryStore) -> Stats:
         )
     for r in store.query(_DAYS.format(day=store.backend.day("e.at"))):
         s.hits += r["hits"]
+        s.served += r["served"]
         s.misses += r["misses"]
-        s.not_in_source += r["queries"] - r["hits"] - r["misses"]
+        s.not_in_source += r["queries"] - r["hits"] - r["served"] - r["misses"]
         s.context_tokens += r["context"]
         s.full_document_tokens += r["full_docs"]
-        s.per_day[r["day"]] = (r["hits"], r["queries"])
+        s.per_day[r["day"]] = (r["hits"] + r["served"], r["queries"])
         s.saved_per_day[r["day"]] = r["full_docs"] - r["context"]
     return s

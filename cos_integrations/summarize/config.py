@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cos_integrations.defaults import (
     DEFAULT_PRESET,
-    DEPRECATED_PRESETS,
     PRESET_NAMES,
     TIERED_SUMMARY_WORDS,
     Strategy,
@@ -143,23 +141,13 @@ class CoSConfig(BaseModel):
 
     @classmethod
     def preset(cls, name: str, **overrides: object) -> CoSConfig:
-        """A named preset: ``tiered`` (what ships), ``cos``, ``cos-fast`` or ``paper``. The
-        names of before 0.2 (``default``: the loop, now ``cos``; ``fast``: now
-        ``cos-fast``) still work, with a deprecation warning.
+        """A named preset: ``tiered`` (what ships), ``cos``, ``cos-fast`` or ``paper`` (0.2's
+        ``default`` is ``cos``, its ``fast`` is ``cos-fast``).
 
         Examples:
             >>> CoSConfig.preset("cos-fast").iterations
             2
         """
-        if name in DEPRECATED_PRESETS:
-            new = DEPRECATED_PRESETS[name]
-            warnings.warn(
-                f"preset {name!r} is deprecated: it is {new!r} (the Chain of Summaries loop "
-                f"at ingest); the default is {DEFAULT_PRESET!r}. The old name goes in 0.3",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            name = new
         try:
             return PRESETS[name](**overrides)
         except KeyError:

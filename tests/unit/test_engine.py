@@ -535,8 +535,6 @@ def test_call_until_is_the_one_parse_retry_policy():
 
 
 def test_the_default_config_is_what_ships_and_presets_are_named_for_what_they_do():
-    import warnings
-
     from cos_integrations.summarize.config import PRESETS
 
     # CoSConfig() is what cos ingest, the transforms and a new index summarise with
@@ -546,11 +544,7 @@ def test_the_default_config_is_what_ships_and_presets_are_named_for_what_they_do
     for name in ("cos", "cos-fast", "paper"):
         assert CoSConfig.preset(name).strategy == "cos"  # the loop at ingest, as named
     assert CoSConfig.preset("cos-fast").iterations < CoSConfig.preset("cos").iterations
-    # the names of before 0.2 still work, warn, and mean what they meant (the loop)
-    for old, new in (("default", "cos"), ("fast", "cos-fast")):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            assert CoSConfig.preset(old) == CoSConfig.preset(new)
-        assert any(issubclass(w.category, DeprecationWarning) for w in caught)
-    with pytest.raises(ValueError, match="unknown preset"):
-        CoSConfig.preset("fastest")
+    # the names of before 0.2 went in 0.3 (they are "cos" and "cos-fast")
+    for name in ("default", "fast", "fastest"):
+        with pytest.raises(ValueError, match="unknown preset"):
+            CoSConfig.preset(name)

@@ -415,8 +415,8 @@ def test_rag_fallback_and_right_doc_side_by_side_over_one_index(tmp_path):
 
 
 def test_records_of_before_an_option_existed_still_resume(tmp_path):
-    """The options added later for refinement from traffic (answered_misses,
-    refine_retarget, refine_check_names) are left out of a run's signature while they cannot
+    """The options added later for refinement from traffic (refine_retarget,
+    refine_check_names) are left out of a run's signature while they cannot
     have changed it: records written before they existed are reused, not recomputed; a
     refine-from-traffic run that sets one starts afresh, a run without refinement does not."""
     from cos_integrations.research.evaluation import RetrievalEvalOptions
@@ -424,7 +424,7 @@ def test_records_of_before_an_option_existed_still_resume(tmp_path):
     docs = load_dataset(write_dataset(tmp_path / "d.jsonl", n=2))
     model = ScriptedFakeModel(thesis_facts=2)
     # what every run did before the options existed
-    before = HitRule(judge="llm", answered_misses=False)
+    before = HitRule(judge="llm")
     opts = RetrievalEvalOptions(summary_method="zero-shot", rule=before, refine_retarget=1)
     kw = dict(config=CoSConfig.cos(iterations=0, train_questions=2, val_questions=1))
     kw |= dict(model_name="fake", dataset="d", methods=["fallback"])
@@ -443,7 +443,6 @@ def test_records_of_before_an_option_existed_still_resume(tmp_path):
             if "retrieval" in rec["signature"]:
                 rec["signature"]["retrieval"].pop("refine_retarget", None)
                 rec["signature"]["retrieval"].pop("refine_check_names", None)
-                rec["signature"]["retrieval"]["rule"].pop("answered_misses", None)
             old.append(json.dumps(rec))
         records.write_text("\n".join(old) + "\n")
         calls = len(model.calls)

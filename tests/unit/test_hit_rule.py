@@ -1,5 +1,5 @@
-"""The hit rule as one value: its defaults, validation, the index that records it, and the
-keyword arguments of before 0.2 that still reach it (with a warning)."""
+"""The hit rule as one value: its defaults, validation, the index that records it, and
+rules recorded by older versions."""
 
 import asyncio
 import warnings
@@ -11,7 +11,6 @@ from pydantic import ValidationError
 from cos_integrations import ChainOfSummaries, CoSConfig, CoSIndex, HitRule
 from cos_integrations.defaults import CALIBRATION_QUANTILE, DEFAULT_THRESHOLD
 from cos_integrations.loaders import SourceDocument
-from cos_integrations.serving.hit_rule import HIT_RULE_FIELDS, apply_legacy
 from cos_integrations.serving.retrieval import FallbackRetriever
 
 
@@ -23,19 +22,23 @@ def test_defaults_follow_from_the_judge():
     grounded = ["answered", "quoted", "in_quote", "not_echo", "in_source"]
     assert (score.context, score.routes, score.required_checks()) == ("best+chunk", False, grounded)
     assert (llm.context, llm.routes) == ("focused", True)
-    with pytest.warns(DeprecationWarning, match='hit_context="best" is deprecated'):
-        assert HitRule(judge="llm", hit_context="best").context == "best"  # works until 0.3
+    with pytest.raises(ValidationError):
+        HitRule(judge="llm", hit_context="best")  # deprecated in 0.2, gone in 0.3
     assert score.calibration_quantile == CALIBRATION_QUANTILE
     assert all(f.description for f in HitRule.model_fields.values())
     assert len(HitRule.model_fields) <= 6  # issue 43: at most six levers
 
 
-def test_the_lexical_fields_of_before_warn_and_do_nothing():
-    with pytest.warns(DeprecationWarning, match="does nothing since 0.2"):
-        old = HitRule(judge="llm", require_support=False, verify_route=False, reject_echo=True)
-    assert old == HitRule(judge="llm") and old.routes is True
-    with pytest.warns(DeprecationWarning):
-        assert HitRule().with_options(verify_chunk=True) == HitRule()
+def test_a_rule_an_older_version_recorded_still_opens():
+    """0.3 dropped the lexical checks of 0.1, the answered-miss route and hit_context="best":
+    a rule recorded with them (an index's manifest) is read without them; a new rule given
+    them is an error."""
+    old = {"judge": "llm", "verify_route": False, "answered_misses": True, "threshold": 0.7}
+    assert HitRule.from_record(old) == HitRule(judge="llm", threshold=0.7)
+    assert HitRule.from_record({"hit_context": "best"}) == HitRule()
+    for gone in ({"verify_route": False}, {"answered_misses": True}):
+        with pytest.raises(ValidationError):
+            HitRule(**gone)
 
 
 def test_a_rule_is_frozen_validated_and_round_trips():
@@ -57,8 +60,6 @@ def test_a_rule_is_frozen_validated_and_round_trips():
     assert rule.with_options(threshold=None, judge=None) is rule
     assert rule.with_options(answer_similarity=None).answer_similarity == 0.98
     assert rule.with_options(answer_similarity=0.9).answer_similarity == 0.9
-    with pytest.warns(DeprecationWarning, match="answered_misses"):
-        assert HitRule(answered_misses=False) == HitRule()  # the route verified answers replaced
 
 
 def test_check_reports_every_check_and_failed_names_the_required_ones():
@@ -152,26 +153,16 @@ def test_a_new_calibration_quantile_recalibrates_the_index(filled):
     assert index.calibrate_threshold(quantile=0.0) <= low  # an explicit one still wins
 
 
-def test_legacy_keywords_still_work_with_a_warning(filled):
+def test_the_retriever_takes_a_rule_not_its_fields(filled):
     index, model = filled
-    with pytest.warns(DeprecationWarning, match=r"rule=HitRule\(threshold=\.\.\."):
-        old = FallbackRetriever(index, threshold=0.5)
-    assert old.rule == HitRule(threshold=0.5, judge="score") and old.threshold == 0.5
-    with pytest.warns(DeprecationWarning):
-        both = FallbackRetriever(
-            index, llm=model, rule=HitRule(judge="llm"), hit_context="best", verify_route=False
-        )
-    with pytest.warns(DeprecationWarning, match='hit_context="best"'):
-        assert both.rule == HitRule(judge="llm", hit_context="best")  # verify_route: ignored
-    with pytest.raises(TypeError, match="no_such"):
-        FallbackRetriever(index, no_such=1)
+    for gone in ({"threshold": 0.5}, {"hit_context": "summaries"}, {"no_such": 1}):
+        with pytest.raises(TypeError):
+            FallbackRetriever(index, **gone)
     with pytest.raises(ValueError, match="needs llm"):
         FallbackRetriever(index, rule=HitRule(judge="llm"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        FallbackRetriever(index, rule=HitRule(threshold=0.5))  # the new way: no warning
-    assert set(HIT_RULE_FIELDS) >= {"threshold", "judge", "hit_context", "verify_route"}
-    assert apply_legacy(None, {}, where="f", base=HitRule()) is None
+        assert FallbackRetriever(index, rule=HitRule(threshold=0.5)).threshold == 0.5
 
 
 def test_default_threshold_is_the_rules_fallback(filled):
@@ -247,34 +238,17 @@ def test_the_routing_check_can_be_switched_off_to_measure_it(filled):
 
 def test_the_cli_levers_reach_every_rule_field_they_name():
     """`cos query` and `cos eval` change the rule through rule_levers: each option given
-    changes its field, each left out keeps the rule's value; a deprecated one is dropped."""
+    changes its field, each left out keeps the rule's value."""
     from cos_integrations.cli.common import rule_levers
 
     rule = HitRule(judge="llm")
-    levers = rule_levers(None, 0.9, None, 0.95, verify_route=True, answered_misses=False)
+    levers = rule_levers(None, 0.9, None, 0.95, 2)
     changed = rule.with_options(**levers)
     assert changed.answer_similarity == 0.95 and changed.threshold == 0.9
-    assert changed.judge == "llm" and not {"verify_route", "answered_misses"} & set(levers)
-    assert set(levers) <= set(HIT_RULE_FIELDS)
+    assert changed.judge == "llm" and changed.focus_sentences == 2
+    assert set(levers) <= set(HitRule.model_fields)
     kept = rule.with_options(**rule_levers(None, None, None))
     assert kept == rule and kept.answer_similarity == 0.98  # the default
-
-
-def test_the_best_summary_alone_is_deprecated_and_still_works(capsys):
-    """hit_context="best" lost with both judges on the four sets: a warning (the rule, and a
-    line from the CLI's levers), the same read until it goes."""
-    from cos_integrations.cli.common import rule_levers
-
-    levers = rule_levers(None, None, "best")
-    assert 'hit_context="best" is deprecated' in " ".join(capsys.readouterr().err.split())
-    with pytest.warns(DeprecationWarning, match="goes in 0.3"):
-        rule = HitRule(judge="score").with_options(**levers)
-    assert rule.context == "best"
-    rule_levers(None, None, "best+chunk")
-    assert capsys.readouterr().err == ""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert HitRule(hit_context="best+chunk").context == "best+chunk"
 
 
 def test_numbers_ground_and_agree_as_written():

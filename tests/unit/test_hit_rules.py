@@ -47,13 +47,10 @@ def test_echoes_question():
     assert not echoes_question(None, "Who?") and not echoes_question("", "Who?")
 
 
-def test_hit_context_best_and_best_plus_chunk(filled):
+def test_hit_context_best_plus_chunk(filled):
     index, model = filled
     q = "What is the garden item 6?"  # only in the source, not in the 2-fact summary
     assert not judge(index, model).retrieve(q).hit
-    with pytest.warns(DeprecationWarning, match='hit_context="best"'):
-        best = judge(index, model, hit_context="best").retrieve("What is the garden item 1?")
-    assert best.hit and [h.kind for h in best.items] == ["summary"]
     both = judge(index, model, hit_context="best+chunk").retrieve(q)
     assert both.hit and both.answer == "value 6g"
     assert [h.kind for h in both.items] == ["summary", "chunk"]
@@ -61,8 +58,9 @@ def test_hit_context_best_and_best_plus_chunk(filled):
     assert both.judge_context_tokens == both.context_tokens > 0
     prompt = model.calls[-1][1][0]["content"]
     assert "garden item 6 is value 6g" in prompt  # the judge read the chunk
-    with pytest.raises(ValueError, match="hit_context"):
-        judge(index, model, hit_context="everything")
+    for gone in ("everything", "best"):  # "best" (the summary alone) went in 0.3
+        with pytest.raises(ValueError, match="hit_context"):
+            judge(index, model, hit_context=gone)
 
 
 def test_a_miss_without_chunk_vectors_ranks_the_stored_text(filled):

@@ -43,10 +43,10 @@ def test_all_exports():
         "format_docs",
         "section_documents",
     ]
-    for name in langchain_ext.__all__:  # the deprecated name is importable, not listed
+    for name in langchain_ext.__all__:
         assert getattr(langchain_ext, name).__doc__
-    with pytest.warns(DeprecationWarning, match="goes in 0.3"):
-        assert langchain_ext.LangChainChatModel is langchain_ext.CoreChatModel  # the old name
+    with pytest.raises(AttributeError):  # 0.2's old name went in 0.3
+        langchain_ext.LangChainChatModel  # noqa: B018
 
 
 async def test_transformer_async_caches_and_links_sources(tmp_path):
@@ -176,9 +176,8 @@ def test_miss_returns_chunks_queues_job_and_dispatches_event(retriever):
     retriever.rule = HitRule(threshold=0.0, judge="score")
     assert retriever.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is True
     assert (retriever.hits, retriever.misses) == (1, 1)
-    with pytest.warns(DeprecationWarning, match='hit_context="best"'):
-        retriever.rule = HitRule(threshold=0.0, judge="score", hit_context="best")
-    assert len(retriever.invoke("What is the garden item 1?")) == 1
+    retriever.rule = HitRule(threshold=0.0, judge="score", hit_context="summaries")
+    assert len(retriever.invoke("What is the garden item 2?")) == 2
     assert (retriever.hits, retriever.misses) == (2, 1)
 
 
@@ -241,19 +240,6 @@ def test_lcel_chain(retriever):
 def test_judge_llm_requires_a_model(tmp_path):
     with pytest.raises(ValueError, match="needs llm"):
         CoSFallbackRetriever(persist_dir=str(tmp_path), rule=HitRule(judge="llm"))
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="needs llm"):
-        CoSFallbackRetriever(persist_dir=str(tmp_path), judge="llm")
-
-
-def test_the_fields_before_hit_rule_still_work_with_a_warning(retriever):
-    with pytest.warns(DeprecationWarning, match="CoSFallbackRetriever"):
-        old = CoSFallbackRetriever.from_persist_dir(
-            retriever.persist_dir, embeddings=DeterministicFakeEmbedding(size=64), threshold=1.01
-        )
-    assert old.hit_rule.threshold == 1.01
-    assert old.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is False
-    old.threshold = 0.0  # a legacy field set later still applies to the next query
-    assert old.invoke("What is the garden item 1?")[0].metadata["cos_hit"] is True
 
 
 def test_hit_rule_options_reach_the_core(tmp_path):
@@ -283,15 +269,14 @@ def test_hit_rule_options_reach_the_core(tmp_path):
 
 
 def test_the_index_directory_is_persist_dir_in_both_frameworks(tmp_path):
-    """One name for the index directory (LlamaIndex's persist_dir); the old index_path still
-    works, for code written before."""
+    """One name for the index directory (LlamaIndex's persist_dir); 0.2's index_path, the
+    hit-rule fields (rule= replaced them) and cos_config went in 0.3."""
     new = CoSFallbackRetriever(persist_dir=str(tmp_path / "a"))
-    with pytest.warns(DeprecationWarning, match="persist_dir"):
-        old = CoSFallbackRetriever(index_path=str(tmp_path / "b"))
-    with pytest.warns(DeprecationWarning, match="persist_dir"):
-        assert new.persist_dir.endswith("a") and new.index_path == new.persist_dir
-    assert old.persist_dir.endswith("b")
+    assert new.persist_dir.endswith("a") and not hasattr(new, "index_path")
     assert CoSFallbackRetriever.from_persist_dir(tmp_path / "c").persist_dir.endswith("c")
+    for gone in ({"index_path": "b"}, {"threshold": 0.5}, {"cos_config": CFG}):
+        with pytest.raises(ValueError):
+            CoSFallbackRetriever(**{"persist_dir": str(tmp_path / "b"), **gone})
 
 
 def test_every_document_carries_its_citation(retriever):
@@ -316,12 +301,9 @@ def test_section_documents_carry_heading_path_and_source_url(tmp_path):
     assert meta["parent"] == "site/guide.md#guide" and meta["page"] == "site/guide.md"
 
 
-def test_config_is_the_ingest_config_and_cos_config_its_old_name(tmp_path):
+def test_config_is_the_ingest_config(tmp_path):
     new = CoSFallbackRetriever(persist_dir=str(tmp_path / "a"), config=CFG)
     assert new.config == CFG and new.index.config == CFG
-    with pytest.warns(DeprecationWarning, match="cos_config"):
-        old = CoSFallbackRetriever(persist_dir=str(tmp_path / "b"), cos_config=CFG)
-    assert old.config == CFG
 
 
 def _judged(tmp_path, fake):

@@ -83,8 +83,8 @@ def test_exports_have_docstrings():
     ]
     for name in llamaindex_ext.__all__:  # the deprecated name is importable, not listed
         assert getattr(llamaindex_ext, name).__doc__, name
-    with pytest.warns(DeprecationWarning, match="goes in 0.3"):
-        assert llamaindex_ext.CoSLLM is llamaindex_ext.CoreChatModel  # the old name
+    with pytest.raises(AttributeError):  # 0.2's old name went in 0.3
+        llamaindex_ext.CoSLLM  # noqa: B018
 
 
 def test_pipeline_writes_summary_and_chunk_nodes(setup):
@@ -321,13 +321,13 @@ def test_from_defaults_reads_settings_and_top_k_is_read_per_query(setup, monkeyp
     assert all(fields[f].description for f in ("config", "emit", "chunk_words", "store_path"))
 
 
-def test_hit_rule_keywords_before_0_2_still_work_with_a_warning(retriever):
-    with pytest.warns(DeprecationWarning, match="CoSFallbackRetriever"):
-        old = CoSFallbackRetriever(retriever.index, threshold=1.01)
-    assert old.rule.threshold == 1.01
-    assert old.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is False
-    old.rule = HitRule(threshold=0.0)  # a new rule applies to the next query
-    assert old.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is True
+def test_the_retriever_takes_a_rule_and_a_new_one_applies_to_the_next_query(retriever):
+    with pytest.raises(TypeError):  # 0.2's hit-rule keywords went in 0.3: rule=HitRule(...)
+        CoSFallbackRetriever(retriever.index, threshold=1.01)
+    r = CoSFallbackRetriever(retriever.index, rule=HitRule(threshold=1.01))
+    assert r.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is False
+    r.rule = HitRule(threshold=0.0)
+    assert r.retrieve("What is the garden item 1?")[0].node.metadata["cos_hit"] is True
 
 
 def test_every_node_carries_its_citation(retriever):
@@ -370,8 +370,8 @@ def test_section_documents_keep_their_page_and_parent_through_the_pipeline(setup
 
 def test_one_name_for_each_config_and_a_foreign_collection_is_an_error(tmp_path):
     """config= is the ingest config (the transform's), refine_config= the refinement's (the
-    retriever's; config= there is the name before 0.2); a vector store over another
-    collection than the index's summaries is an error naming the expected one."""
+    retriever's; 0.2's config= there went in 0.3); a vector store over another collection
+    than the index's summaries is an error naming the expected one."""
     import chromadb
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
@@ -381,9 +381,8 @@ def test_one_name_for_each_config_and_a_foreign_collection_is_an_error(tmp_path)
     index = CoSIndex(tmp_path / "ix", embedder=HashingEmbedder(64))
     retriever = CoSFallbackRetriever(index, refine_config=CFG)
     assert retriever.core.refine_config == CFG
-    with pytest.warns(DeprecationWarning, match="refine_config"):
-        old = CoSFallbackRetriever(index, config=CFG)
-    assert old.core.refine_config == CFG
+    with pytest.raises(TypeError):
+        CoSFallbackRetriever(index, config=CFG)
     client = chromadb.PersistentClient(path=str(tmp_path / "other"))
     mine = ChromaVectorStore(chroma_collection=client.get_or_create_collection("my_docs"))
     with pytest.raises(ValueError, match="'my_docs'.*'cos_summaries'"):

@@ -93,13 +93,13 @@ def test_sentences_survive_hard_wrapped_lines():
     )
 
 
-def test_moved_evidence_names_still_import_from_metrics_with_a_warning():
+def test_the_evidence_checks_live_in_the_hit_rule_alone():
+    """0.2's re-export of the hit rule's checks from metrics (the package's one import
+    circle) went in 0.3."""
     import cos_integrations.metrics as metrics
-    import cos_integrations.serving.hit_rule as hit_rule
 
-    with pytest.warns(DeprecationWarning, match="moved to cos_integrations.serving.hit_rule"):
-        assert metrics.is_grounded is hit_rule.is_grounded
-    with pytest.raises(AttributeError):  # the English key-word check is gone (issue 43)
-        metrics.is_supported  # noqa: B018
+    for gone in ("is_grounded", "answers_agree", "is_supported"):
+        with pytest.raises(AttributeError):
+            getattr(metrics, gone)
     with pytest.raises(AttributeError):
         metrics.no_such_name  # noqa: B018

@@ -116,15 +116,15 @@ EXPECTED_ALL = [
 ]
 
 
-def test_research_metrics_moved_and_still_import_with_a_warning():
+def test_research_metrics_are_not_in_the_core_namespace():
+    """0.2's warned aliases of the answer metrics went in 0.3 (cos_integrations.research)."""
     from cos_integrations.research import squad_f1
 
     for name in ("squad_f1", "exact_match", "rouge_l", "normalize_answer"):
         assert name not in cos_integrations.__all__
-        with pytest.warns(DeprecationWarning, match="cos_integrations.research"):
+        with pytest.raises(AttributeError):
             getattr(cos_integrations, name)
-    with pytest.warns(DeprecationWarning):
-        assert cos_integrations.squad_f1 is squad_f1
+    assert squad_f1("the 1st", ["1st"]) == 1.0
     assert cos_integrations.run_sync is not None  # the adapters' bridge: not in __all__
 
 
@@ -154,36 +154,25 @@ def test_the_examples_import_only_from_the_package_top_level():
             assert match.group(1) == "serving.export", (path.name, match.group(0))
 
 
-def test_old_module_paths_import_the_moved_module_with_a_warning():
-    """0.1's flat modules moved into subpackages; their old paths keep working for one
-    release: the same module object (so monkeypatching either name patches both), a
-    DeprecationWarning naming the new path, and the moved module keeps its own spec."""
+def test_old_module_paths_are_gone():
+    """0.1's flat module paths, kept with a warning through 0.2, went in 0.3."""
     code = (
-        "import warnings, sys\n"
-        "warnings.simplefilter('error', DeprecationWarning)\n"
         "import cos_integrations\n"
-        "try:\n"
-        "    import cos_integrations.index\n"
-        "except DeprecationWarning as w:\n"
-        "    print('warned', w)\n"
-        "warnings.simplefilter('ignore')\n"
-        "from cos_integrations.index import CoSIndex\n"
-        "from cos_integrations.serving import index as new\n"
-        "old = sys.modules['cos_integrations.index']\n"
-        "print(old is new, CoSIndex is new.CoSIndex, new.__spec__.name)\n"
-        "try:\n"
-        "    import cos_integrations.no_such_module\n"
-        "except ModuleNotFoundError:\n"
-        "    print('missing')\n"
+        "for old in ('index', 'retrieval', 'store', 'oversight'):\n"
+        "    try:\n"
+        "        __import__('cos_integrations.' + old)\n"
+        "    except ModuleNotFoundError:\n"
+        "        print('gone', old)\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[0].startswith(
-        "warned cos_integrations.index moved to cos_integrations.serving.index"
-    ), lines
-    assert lines[1] == "True True cos_integrations.serving.index", lines
-    assert lines[2] == "missing", lines
-    for old, new in cos_integrations.MOVED_MODULES.items():
-        assert (ROOT / "cos_integrations" / (new.replace(".", "/") + ".py")).is_file(), old
-        assert not (ROOT / "cos_integrations" / f"{old}.py").exists(), old
+    assert res.stdout.split() == [
+        "gone",
+        "index",
+        "gone",
+        "retrieval",
+        "gone",
+        "store",
+        "gone",
+        "oversight",
+    ]

@@ -11,8 +11,9 @@ from fakes import ScriptedFakeModel, make_document
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from cos_integrations import ChainOfSummaries, CoSConfig, oversight  # noqa: E402
+from cos_integrations import ChainOfSummaries, CoSConfig  # noqa: E402
 from cos_integrations.loaders import SourceDocument  # noqa: E402
+from cos_integrations.serving import oversight  # noqa: E402
 from cos_integrations.web import app as web_app  # noqa: E402
 from cos_integrations.web import create_app  # noqa: E402
 
@@ -63,7 +64,7 @@ def test_overview_lists_documents_stats_plots_and_the_queue(filled):
     for doc_id in ("docs/lease.md", "docs/garden.md", "docs/evil.md"):
         assert doc_id in html
     assert "<svg" in html and "hit rate per day" in html and "polyline" in html
-    assert re.search(r"<b>50%</b> hits", html)  # 1 hit of 2 queries
+    assert re.search(r"<b>50%</b> answered without the source", html)  # 1 hit of 2 queries
     assert 'id="queue"' in html and "<td>1</td>" in html  # one pending job
     # most missed first; filters narrow the list
     missed = page(c, "/?sort=missed")
