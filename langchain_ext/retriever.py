@@ -21,6 +21,7 @@ from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving.hit_rule import HitRule
 from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, item_metadata
+from cos_integrations.serving.router import DEFAULT_MAX_ERROR
 from cos_integrations.sync import run_sync
 
 from .chat_model import as_chat_model
@@ -95,6 +96,9 @@ class CoSFallbackRetriever(BaseRetriever):
     # the hit rule; None: the index's recorded one (cos_integrations.HitRule)
     rule: HitRule | None = None
     refine_on_miss: Literal["queue", "background", "off"] = "queue"
+    # the share of served summary answers that may disagree with the source (the router,
+    # cos_integrations.serving.router); None: no router, the hit rule alone decides
+    max_error: float | None = DEFAULT_MAX_ERROR
     # how the background refiner teaches a summary a missed query
     refine_teach: RefineTeach = DEFAULT_REFINE_TEACH
     chroma_url: str | None = None
@@ -189,7 +193,7 @@ class CoSFallbackRetriever(BaseRetriever):
         Fields changed after construction apply to the next query: ``k`` and the hit rule
         are copied over each time; a new ``refine_on_miss`` or ``refine_teach`` builds a new
         core that keeps the counters."""
-        spec = (self.refine_on_miss, self.refine_teach)
+        spec = (self.refine_on_miss, self.refine_teach, self.max_error)
         if self._core is None or self._core_spec != spec:
             old = self._core
             self._core = FallbackRetriever(
@@ -198,6 +202,7 @@ class CoSFallbackRetriever(BaseRetriever):
                 refine_on_miss=self.refine_on_miss,
                 refine_config=self.config,
                 refine_teach=self.refine_teach,
+                max_error=self.max_error,
             )
             self._core_spec = spec
             if old is not None:
@@ -260,8 +265,15 @@ class CoSFallbackRetriever(BaseRetriever):
         (:meth:`FallbackRetriever.aremember`): the next ask of it is served with no model
         call. Returns whether it was kept."""
         items = [_item(d) for d in documents]
-        hit = any(bool(d.metadata.get("cos_hit")) for d in documents)
-        res = RetrievalResult(question, hit, items, "")
+        meta = documents[0].metadata if documents else {}
+        res = RetrievalResult(
+            question,
+            bool(meta.get("cos_hit")),
+            items,
+            "",
+            judge_answer=meta.get("cos_summary_answer"),
+            check=bool(meta.get("cos_check")),
+        )
         return await self.core.aremember(res, answer) is not None
 
     def close(self) -> None:

@@ -31,6 +31,7 @@ from cos_integrations.serving.retrieval import (
     cite,
     item_metadata,
 )
+from cos_integrations.serving.router import DEFAULT_MAX_ERROR
 from cos_integrations.sync import run_sync
 
 from .embeddings import as_embedder
@@ -174,6 +175,7 @@ class CoSFallbackRetriever(BaseRetriever):
         refine_on_miss: Literal["queue", "background", "off"] = "queue",
         refine_config: CoSConfig | None = None,
         refine_teach: RefineTeach = DEFAULT_REFINE_TEACH,
+        max_error: float | None = DEFAULT_MAX_ERROR,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -189,6 +191,7 @@ class CoSFallbackRetriever(BaseRetriever):
             refine_on_miss=refine_on_miss,
             refine_config=refine_config,
             refine_teach=refine_teach,
+            max_error=max_error,
         )
 
     @property

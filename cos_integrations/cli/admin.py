@@ -224,6 +224,17 @@ def stats(index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> Non
         f"misses {s.misses}, not in source {s.not_in_source}; answered without the source "
         f"{s.hit_rate:.0%}"
     )
+    if s.checks:
+        from cos_integrations.serving.router import DEFAULT_MAX_ERROR, upper_bound
+
+        bound = upper_bound(s.disagreements, s.checks)
+        trusted = "the summaries serve" if bound <= DEFAULT_MAX_ERROR else "the chunks answer"
+        console.print(
+            f"router: {s.checks} checks against the source, {s.disagreements} disagreed "
+            f"(bound {bound:.0%}; at the default 2%: {trusted})"
+        )
+        for doc_id, (n, k) in sorted(s.checks_by_document.items()):
+            console.print(f"  {doc_id}: {k} of {n} checks disagreed")
     for day, (hits, total) in s.per_day.items():
         console.print(f"  {day}: {hits}/{total} hits ({hits / total:.0%})")
     console.print(

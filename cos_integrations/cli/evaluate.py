@@ -196,6 +196,26 @@ AnswerCacheOpt = Annotated[
         rich_help_panel=RETRIEVAL,
     ),
 ]
+MaxErrorOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-error",
+        min=0.0,
+        max=1.0,
+        help="fallback: the router's bound on summary answers that disagree with the "
+        "source (default 0.02); 1 or more never checked: use --no-router.",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
+RouterOpt = Annotated[
+    bool,
+    typer.Option(
+        "--router/--no-router",
+        help="fallback: learn from checks against the source where summaries may answer "
+        "(--no-router: the hit rule alone decides, as before 0.3).",
+        rich_help_panel=RETRIEVAL,
+    ),
+]
 # The stream (cos eval --stream N):
 STREAM = "A stream of asks where questions come back (--stream N)"
 StreamOpt = Annotated[
@@ -288,6 +308,8 @@ def eval_command(
     hit_ablation: HitAblationOpt = False,
     test_half: TestHalfOpt = True,
     answer_cache: AnswerCacheOpt = None,
+    max_error: MaxErrorOpt = None,
+    router: RouterOpt = True,
     # the stream
     stream: StreamOpt = None,
     mix: MixOpt = "40/20/40",
@@ -339,6 +361,7 @@ def eval_command(
             routing_check=routing_check,
             refine_teach=refine_teach,
             refine_retarget=refine_retarget,
+            max_error=_max_error(router, max_error),
             stream=_stream_options(
                 stream, mix, stream_seed, refine_every, refine_min_asks, rewordings, call_record
             ),
@@ -361,6 +384,19 @@ def eval_command(
     _print_result(result)
     console.print(f"wrote {out}")
     _finish(result, plot, out)
+
+
+def _max_error(router: bool, max_error: float | None) -> float | None:
+    """The router's bound (``None``: no router); ``ValueError`` when both are given."""
+    from cos_integrations.serving.router import DEFAULT_MAX_ERROR
+
+    if not router:
+        if max_error is not None:
+            raise ValueError("--max-error sets the router's bound: it cannot go with --no-router")
+        return None
+    if max_error is not None and not 0.0 < max_error < 1.0:
+        raise ValueError(f"--max-error must be between 0 and 1 (exclusive), not {max_error}")
+    return DEFAULT_MAX_ERROR if max_error is None else max_error
 
 
 def _stream_options(

@@ -46,6 +46,7 @@ from cos_integrations.research.reference import reference_summarize
 from cos_integrations.research.stream_eval import StreamOptions, run_stream
 from cos_integrations.serving.hit_rule import HitRule, is_grounded
 from cos_integrations.serving.index import chunk_position
+from cos_integrations.serving.router import DEFAULT_MAX_ERROR
 from cos_integrations.summarize.config import CoSConfig
 from cos_integrations.summarize.engine import ChainOfSummaries, ModelRun
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages
@@ -229,6 +230,11 @@ class RetrievalEvalOptions(BaseModel):
         True,
         description="repeat_traffic: ask a paraphrase of each traffic question too (one "
         "more call and one more ask a question; off: the same questions again only)",
+    )
+    max_error: float | None = Field(
+        DEFAULT_MAX_ERROR,
+        description="fallback: the router's bound on served summary answers that disagree "
+        "with the source (FallbackRetriever max_error); None: no router",
     )
     routing_check: bool = Field(
         True,
@@ -433,7 +439,12 @@ class _Asker:
 
         self.index, self.options, self.answer, self.contextual = index, options, answer, contextual
         self.retriever = FallbackRetriever(
-            index, llm=llm, rule=options.rule, k=options.k, route_check=options.routing_check
+            index,
+            llm=llm,
+            rule=options.rule,
+            k=options.k,
+            route_check=options.routing_check,
+            max_error=options.max_error,
         )
 
     def chunk_methods(self, doc: EvalDoc) -> dict[str, Callable[[EvalQA], Any]]:
@@ -480,6 +491,7 @@ class _Asker:
         # its own answer would be measured on what it leaked
         self.retriever.refine_on_miss = "queue" if traffic else "off"
         res = await self.retriever.aretrieve(q.question)
+        checked = res.check  # the router's check (aremember records it)
         usage = Usage().add(res.usage)
         ans = res.answer
         context = res.judge_context_tokens
@@ -489,6 +501,9 @@ class _Asker:
             ans, more = await self.answer(q, res.items)
             usage.add(more)
             context += res.context_tokens
+            # as the product: the answer kept when the source bears it out, a check's
+            # outcome recorded (FallbackRetriever.aanswer does the same)
+            await self.retriever.aremember(res, ans)
         extra: dict[str, Any] = {}
         if self.options.hit_ablation and res.hit and res.candidates:
             extra["ablation"] = await self.ablate(q, res.items, res.candidates[0].doc_id)
@@ -508,6 +523,9 @@ class _Asker:
             second_doc=second.doc_id if second else None,
             judge_answer=res.judge_answer,
             judge_f1=squad_f1(res.judge_answer or "", q.answers, q.language),
+            served=res.served,
+            checked=checked,
+            to_chunks=res.checks.get("router") is False,
             quote=res.quote,
             judge_context_tokens=res.judge_context_tokens,
             checks=res.checks,

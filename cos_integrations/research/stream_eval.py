@@ -339,7 +339,12 @@ async def _product_row(
     from cos_integrations.summarize.engine import ChainOfSummaries
 
     retriever = FallbackRetriever(
-        index, llm=llm, rule=retrieval.rule, k=retrieval.k, refine_on_miss="queue"
+        index,
+        llm=llm,
+        rule=retrieval.rule,
+        k=retrieval.k,
+        refine_on_miss="queue",
+        max_error=retrieval.max_error,
     )
     refiner = Refiner(
         index,

@@ -31,6 +31,7 @@ Examples:
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from cos_integrations.serving.hit_rule import (
@@ -42,7 +43,7 @@ from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.storage.answers import AnswerEntry, question_key
 from cos_integrations.text import normalize_text, text_tokens
 
-__all__ = ["VerifiedAnswers", "source_quote", "entry_item", "NEIGHBOUR_MARGIN"]
+__all__ = ["VerifiedAnswers", "source_quote", "best_source", "entry_item", "NEIGHBOUR_MARGIN"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,31 @@ def source_quote(
             if held is not None:
                 return held
     return supporting_sentence(answer, question, text)
+
+
+def best_source(
+    answer: str | None, question: str, texts: Sequence[tuple[str, str]]
+) -> tuple[str, str] | None:
+    """Of several ``(doc_id, text)`` (a miss's chunks, best first), the document and the
+    sentence that hold ``answer`` and share the most words with ``question`` (the first on
+    a tie): the answer read off the passage about the question, not off any passage that
+    happens to hold the same words; ``None`` when none holds it.
+
+    Examples:
+        >>> chunks = [("b", "The garden gate is red."), ("a", "The lease gate is red.")]
+        >>> best_source("red", "What colour is the lease gate?", chunks)
+        ('a', 'The lease gate is red.')
+    """
+    asked = set(text_tokens(question))
+    best: tuple[int, str, str] | None = None
+    for doc_id, text in texts:
+        sentence = supporting_sentence(answer, question, text)
+        if sentence is None:
+            continue
+        shared = len(asked & set(text_tokens(sentence)))
+        if best is None or shared > best[0]:
+            best = (shared, doc_id, sentence)
+    return (best[1], best[2]) if best else None
 
 
 def entry_item(entry: AnswerEntry, score: float, how: str, *, source: str, title: str) -> SearchHit:
@@ -145,6 +171,13 @@ class VerifiedAnswers:
         """
         if score < max(bar, entry.bar or 0.0):
             return False
+        return VerifiedAnswers.same_numbers(entry, question)
+
+    @staticmethod
+    def same_numbers(entry: AnswerEntry, question: str) -> bool:
+        """Whether ``question`` names the numbers ``entry``'s question names (no more, no
+        fewer): a question about another year or item asks something else, however close
+        the rest of its words."""
         return _numbers(question) == _numbers(entry.question)
 
     def remember(

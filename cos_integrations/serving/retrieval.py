@@ -53,7 +53,12 @@ from cos_integrations.defaults import (
 )
 from cos_integrations.metrics import is_unanswered
 from cos_integrations.model import ChatModel
-from cos_integrations.serving.answers import NEIGHBOUR_MARGIN, VerifiedAnswers, entry_item
+from cos_integrations.serving.answers import (
+    NEIGHBOUR_MARGIN,
+    VerifiedAnswers,
+    best_source,
+    entry_item,
+)
 from cos_integrations.serving.hit_rule import (
     GROUNDED_SCHEMA,
     GroundedReply,
@@ -66,6 +71,7 @@ from cos_integrations.serving.hit_rule import (
     sentence_windows,
 )
 from cos_integrations.serving.index import CoSIndex, SearchHit
+from cos_integrations.serving.router import DEFAULT_MAX_ERROR, RouteMode, Router, upper_bound
 from cos_integrations.storage.answers import AnswerEntry
 from cos_integrations.summarize.config import CoSConfig
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages, grounded_messages
@@ -191,6 +197,7 @@ class RetrievalResult:
     judge_error: str | None = None
     served: str | None = None
     entry_id: int | None = None
+    check: bool = False
 
     @property
     def context_tokens(self) -> int:
@@ -214,6 +221,8 @@ class RetrievalResult:
 # bool), beside its own metadata: documented in docs/frameworks.md.
 RESULT_KEYS = (
     "cos_hit",
+    "cos_check",
+    "cos_summary_answer",
     "cos_answer",
     "cos_quote",
     "cos_served",
@@ -232,7 +241,9 @@ def item_metadata(result: RetrievalResult, item: SearchHit, citation: str) -> di
     or ``"checked"`` when a verified answer served it with no judge call; ``cos_checks``:
     the checks it passed, comma-separated), so a chain answers a hit with no second model
     call; on a miss ``cos_hit=False``, why (``cos_reason``) and the refine job it queued
-    (``cos_job_id``). Keys with no value are left out.
+    (``cos_job_id``); a check (the router's: a miss whose summary answer is compared with
+    the chunks' answer the caller gives, :meth:`FallbackRetriever.aremember`) adds
+    ``cos_check`` and ``cos_summary_answer``. Keys with no value are left out.
 
     Examples:
         >>> chunk = SearchHit("lease.md::chunk::0", "lease.md", "Rent is due on the 1st.",
@@ -245,6 +256,9 @@ def item_metadata(result: RetrievalResult, item: SearchHit, citation: str) -> di
     passed = ",".join(k for k, ok in result.checks.items() if ok)
     outcome = {
         "cos_hit": result.hit,
+        "cos_check": result.check or None,
+        # a check's summary answer, compared with the chunks' when the caller gives it
+        "cos_summary_answer": result.judge_answer if result.check else None,
         "cos_answer": result.answer if result.hit else None,
         "cos_quote": result.quote if result.hit else None,
         "cos_served": result.served,
@@ -429,6 +443,7 @@ class FallbackRetriever:
         route_check: bool = True,
         answers: bool = True,
         refine_min_asks: int = DEFAULT_REFINE_MIN_ASKS,
+        max_error: float | None = DEFAULT_MAX_ERROR,
     ) -> None:
         if refine_on_miss not in ("queue", "background", "off"):
             raise ValueError(
@@ -453,6 +468,7 @@ class FallbackRetriever:
         self.served = 0  # asks answered by a verified answer (counted in hits too)
         self.answers = answers
         self.verified = VerifiedAnswers(index)
+        self.router = Router(max_error) if max_error is not None else None
         self._background: BackgroundRefiner | None = None
         self._rule: HitRule | None = None
         self.rule = rule
@@ -507,15 +523,39 @@ class FallbackRetriever:
         if not candidates:
             return RetrievalResult(query, False, [], "empty index", usage=spent)
         decision = await self._route(query, candidates, embedding, k, rule)
+        mode = await self._mode(query, decision, rule)
         if not decision.reason:
             relevant = [c for c in candidates if c.score >= self.threshold]
             await self._build_context(query, decision, relevant, embedding, rule, k)
         if decision.context:
             await self._judge(query, decision, model, rule)
         decision.usage.add(spent)
-        if decision.hit:
+        if decision.hit and mode != "check":
             return await self._hit(query, candidates, decision, rule, embedding)
-        return await self._miss(query, k, candidates, embedding, decision)
+        if decision.hit:
+            decision.reason += "; a check: the chunks answer it, the summary's answer is compared"
+        result = await self._miss(query, k, candidates, embedding, decision)
+        # a check: the judge's hit is compared with the chunks' answer when the caller
+        # gives it (aremember), and the chunks are what it gets
+        result.check = mode == "check" and decision.hit
+        return result
+
+    async def _mode(self, query: str, decision: Decision, rule: HitRule) -> RouteMode:
+        """The router's way for a question the summary path would take (past the threshold
+        and the routing, the model judge): ``"summary"``, ``"chunks"`` (the decision
+        becomes a miss: no judge call) or ``"check"``. Without a router, ``"summary"``."""
+        if self.router is None or decision.reason or rule.judge != "llm":
+            return "summary"
+        checks, disagreements = await offload(self.index.store.check_counts)
+        mode = self.router.mode(query, checks, disagreements)
+        if mode == "chunks":
+            bound = upper_bound(disagreements, checks)
+            decision.reason = (
+                f"the summaries' answers disagreed with the source's in {disagreements} of "
+                f"{checks} checks (bound {bound:.0%} > {self.router.max_error:.0%}): the chunks"
+            )
+            decision.checks["router"] = False
+        return mode
 
     def _search(
         self, query: str, k: int, rule: HitRule
@@ -553,7 +593,7 @@ class FallbackRetriever:
         bar = rule.answer_similarity if rule.answer_similarity is not None else 1.0
         if how == "exact" or self.verified.serves(entry, query, score, bar):
             return await self._serve(query, entry, score, how)
-        if model is None or rule.judge != "llm":
+        if model is None or rule.judge != "llm" or not self.verified.same_numbers(entry, query):
             return None
         doc = await offload(self.index.store.get_document, entry.doc_id)
         item = entry_item(entry, score, how, source=doc.source if doc else "", title="")
@@ -620,13 +660,30 @@ class FallbackRetriever:
         its document's current source; the next ask of the question (or a close rewording)
         is then served it with no model call. ``None``: not kept (a hit, no answer, not in
         the items, or the layer is off)."""
+        if result.check:
+            await self._record_check(result, answer)
         if not self.answers or result.hit or not answer or is_unanswered(answer):
             return None
-        for item in result.items:
-            entry = await self._keep(result.query, answer, "miss", item.doc_id, item.text)
-            if entry is not None:
-                return entry
-        return None
+        found = best_source(answer, result.query, [(h.doc_id, h.text) for h in result.items])
+        if found is None:
+            return None
+        doc_id, sentence = found
+        return await self._keep(result.query, answer, "miss", doc_id, sentence)
+
+    async def _record_check(self, result: RetrievalResult, answer: str | None) -> None:
+        """A check's outcome: the judge's hit against the chunks' ``answer`` (once)."""
+        result.check = False
+        agree = answers_agree(result.judge_answer, [answer or ""])
+        best = (result.candidates or result.items or [None])[0]
+        await offload(
+            self.index.store.record_check,
+            best.doc_id if best else "",
+            result.query,
+            best.score if best and best.kind == "summary" else 0.0,
+            result.judge_answer,
+            answer,
+            agree,
+        )
 
     async def _keep(
         self,

@@ -46,6 +46,10 @@ class Stats:
     # day -> tokens saved that day (full documents' tokens minus the context sent)
     saved_per_day: dict[str, int] = field(default_factory=dict)
     documents: list[DocumentStats] = field(default_factory=list)
+    # the router's checks (serving/router.py): how many, how many disagreed; per document
+    checks: int = 0
+    disagreements: int = 0
+    checks_by_document: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def queries(self) -> int:
@@ -95,6 +99,8 @@ def compute_stats(store: SummaryStore) -> Stats:
                 r["doc_id"], r["src"], cur, r["build"], r["build"] / saving if saving > 0 else None
             )
         )
+    s.checks, s.disagreements = store.check_counts()
+    s.checks_by_document = store.check_counts_by_document()
     for r in store.query(_DAYS.format(day=store.backend.day("e.at"))):
         s.hits += r["hits"]
         s.served += r["served"]

@@ -33,8 +33,10 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("events", ("id",)),
     ("actions", ("id",)),
     ("answers", ("id",)),
+    ("checks", ("id",)),
 )
-_IDENTITY = {"questions", "refine_jobs", "events", "actions", "answers"}  # integer ids to carry on
+# integer ids to carry on
+_IDENTITY = {"questions", "refine_jobs", "events", "actions", "answers", "checks"}
 
 
 @dataclass

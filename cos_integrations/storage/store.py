@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cos_integrations.storage.answers import AnswerEntries, AnswerEntry
+from cos_integrations.storage.checks import CheckLog
 from cos_integrations.storage.db import StoreError, open_backend, redact_url
 from cos_integrations.storage.records import Action, DocumentRecord, DocumentRow, SummaryVersion
 from cos_integrations.storage.refine_queue import RefineJob, RefineQueue
@@ -157,7 +158,7 @@ CREATE INDEX IF NOT EXISTS questions_norm ON questions (norm, origin);
 # Version 4: verified answers (storage/answers.py), served again without a model call; the
 # text a refine job read (a job that could not teach is not run again on that text), and
 # how often its question missed while it waited (a worker may take only those that came
-# back).
+# back); the router's checks (serving/router.py: where the summaries may answer).
 _SCHEMA_V4 = """
 CREATE TABLE IF NOT EXISTS answers (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -177,6 +178,16 @@ CREATE TABLE IF NOT EXISTS answers (
 CREATE INDEX IF NOT EXISTS answers_doc ON answers (doc_id);
 ALTER TABLE refine_jobs ADD COLUMN content_hash TEXT;
 ALTER TABLE refine_jobs ADD COLUMN asks INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE IF NOT EXISTS checks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    doc_id TEXT NOT NULL,
+    query TEXT NOT NULL,
+    similarity REAL NOT NULL,
+    summary_answer TEXT,
+    source_answer TEXT,
+    agree INTEGER NOT NULL
+);
 """
 
 # Each migration takes the schema from version N-1 to N. Version 1 is the base schema.
@@ -188,7 +199,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class SummaryStore(SummaryVersions, RefineQueue, TrafficLog, AnswerEntries):
+class SummaryStore(SummaryVersions, RefineQueue, TrafficLog, AnswerEntries, CheckLog):
     """Durable state in SQLite (a file, WAL, busy timeout; the default) or PostgreSQL
     (``postgresql://...``); safe across threads and processes on both.
 

@@ -90,6 +90,10 @@ def test_stats_counts_each_ask_once_and_break_even(built):
         " ".join(out.stdout.split())
     )
     assert "answered without the source 50%" in out.stdout and "break-even" in out.stdout
+    built.store.record_check(doc.doc_id, "Q?", 0.9, "a", "b", False)
+    out = cli("stats", "--index", str(built.path)).stdout
+    assert "router: 1 checks against the source, 1 disagreed" in out
+    assert f"{doc.doc_id}: 1 of 1 checks disagreed" in out
 
 
 def test_export_llms_txt_round_trip(built, tmp_path):

@@ -534,6 +534,7 @@ def test_each_summary_strategy_gets_its_own_index_and_row_with_ingest_costs(tmp_
         test_half=True,
         hit_ablation=True,
         rule=HitRule(judge="llm", threshold=0.0),
+        max_error=None,  # the hit rule alone: its hits are ablated
     )
     result = asyncio.run(
         run_eval(

@@ -147,11 +147,11 @@ RULE = HitRule(judge="llm", threshold=0.0)
 def test_a_judge_quoting_what_it_did_not_read_is_a_miss(filled):
     index, model = filled
     q = "What is the garden item 1?"
-    assert FallbackRetriever(index, llm=model, rule=RULE).retrieve(q).hit  # the honest reply
+    assert FallbackRetriever(index, llm=model, rule=RULE, max_error=None).retrieve(q).hit
     model.script["grounded"] = ['{"quote": "The garden item 1 is value 9z.", "answer": "value 9z"}']
     # the hit rule alone: the first ask's verified answer would serve this one
     res = FallbackRetriever(
-        index, llm=model, rule=RULE, refine_on_miss="off", answers=False
+        index, llm=model, rule=RULE, refine_on_miss="off", answers=False, max_error=None
     ).retrieve(q)
     assert not res.hit and res.checks["quoted"] is False and res.judge_answer == "value 9z"
     assert "quoted" in res.reason and res.items  # answered from the source chunks instead

@@ -226,7 +226,7 @@ def test_the_routing_check_can_be_switched_off_to_measure_it(filled):
     cands = index.search_summaries(q, 2, embedding=emb)
     rule = HitRule(judge="llm", threshold=0.0)
     assert FallbackRetriever(index, llm=model, rule=rule).route_check is True
-    off = FallbackRetriever(index, llm=model, rule=rule, route_check=False)
+    off = FallbackRetriever(index, llm=model, rule=rule, route_check=False, max_error=None)
     routed = asyncio.run(off._route(q, cands, emb, 2, off.rule))
     assert routed.reason == "" and routed.top is None and "routed" not in routed.checks
     # the best chunk is then searched for the hit context, in the best summary's document

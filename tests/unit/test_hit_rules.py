@@ -34,7 +34,7 @@ def judge(index, model, **kw):
     # rule alone (no verified answers: a question asked twice is decided twice)
     base = dict(judge="llm", threshold=0.1, hit_context="summaries")
     rule = HitRule(**{**base, **kw})
-    return FallbackRetriever(index, llm=model, k=2, rule=rule, answers=False)
+    return FallbackRetriever(index, llm=model, k=2, rule=rule, answers=False, max_error=None)
 
 
 def reply(answer, quote):
@@ -168,7 +168,8 @@ def test_defaults_follow_the_measurement(filled):
     assert FallbackRetriever(index).rule.context == "best+chunk"
     assert not FallbackRetriever(index).rule.routes
     # on the default rule a fact only the source has is a hit from its chunk
-    res = FallbackRetriever(index, llm=model, rule=HitRule(judge="llm", threshold=0.1)).retrieve(
+    rule = HitRule(judge="llm", threshold=0.1)
+    res = FallbackRetriever(index, llm=model, rule=rule, max_error=None).retrieve(
         "What is the garden item 6?"
     )
     assert res.hit and res.answer == "value 6g" and res.checks["in_quote"]

@@ -207,6 +207,7 @@ def test_llm_judge_and_nested_calls_carry_the_run(tmp_path, retriever):
     # lexical vectors: the summary and chunk searches route a query to the same document
     judged = CoSFallbackRetriever.from_persist_dir(
         tmp_path / "judged",
+        max_error=None,
         llm=langchain_fake(),
         embeddings=HashingEmbedder(256),
         k=4,
@@ -246,6 +247,7 @@ def test_hit_rule_options_reach_the_core(tmp_path):
     from cos_integrations.embedded.embeddings import HashingEmbedder
 
     kw = dict(llm=langchain_fake(), embeddings=HashingEmbedder(256), k=2, config=CFG)
+    kw["max_error"] = None  # the hit rule alone: this test is about what it decides
     loose = CoSFallbackRetriever.from_persist_dir(
         tmp_path / "ix", **kw, rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries")
     )
@@ -311,6 +313,7 @@ def _judged(tmp_path, fake):
 
     r = CoSFallbackRetriever.from_persist_dir(
         tmp_path / "qa",
+        max_error=None,
         llm=langchain_fake(fake),
         embeddings=HashingEmbedder(256),
         k=2,

@@ -174,6 +174,7 @@ def retriever(setup):
     pipeline.run(documents=docs())
     r = CoSFallbackRetriever.from_persist_dir(
         path,
+        max_error=None,
         llm=llamaindex_fake(fake),
         embed_model=llamaindex_hash_embedding(),
         similarity_top_k=2,
@@ -266,6 +267,7 @@ def test_summary_only_pipeline_misses_fall_back_to_the_stored_text(tmp_path):
     kw = dict(llm=llamaindex_fake(fake), embed_model=llamaindex_hash_embedding())
     retriever = CoSFallbackRetriever.from_persist_dir(
         path,
+        max_error=None,
         similarity_top_k=2,
         **kw,
         rule=HitRule(threshold=0.1, judge="llm", hit_context="summaries"),
@@ -276,6 +278,7 @@ def test_summary_only_pipeline_misses_fall_back_to_the_stored_text(tmp_path):
     assert any("garden item 7 is value 7h" in n.node.get_content() for n in miss)
     both = CoSFallbackRetriever.from_persist_dir(
         path,
+        max_error=None,
         similarity_top_k=2,
         **kw,
         rule=HitRule(threshold=0.1, judge="llm", hit_context="best+chunk"),
@@ -309,6 +312,7 @@ def test_from_defaults_reads_settings_and_top_k_is_read_per_query(setup, monkeyp
     Settings.llm = llamaindex_fake(fake)
     r = CoSFallbackRetriever.from_defaults(
         persist_dir=path,
+        max_error=None,
         similarity_top_k=2,
         rule=HitRule(judge="llm", threshold=0.1, hit_context="summaries"),
     )

@@ -40,6 +40,8 @@ SUMMARY_ONLY = HitRule(judge="llm", threshold=0.1, hit_context="summaries")
 
 
 def retriever(index, model, *, rule=SUMMARY_ONLY, **kw):
+    # the hit rule alone (no router): these tests are about what the summary path decides
+    kw.setdefault("max_error", None)
     return FallbackRetriever(index, llm=model, k=2, rule=rule, **kw)
 
 
@@ -243,9 +245,12 @@ def test_a_close_rewording_is_served_and_a_near_duplicate_is_not(filled, monkeyp
     assert r.usage.calls == 1 and len(model.calls) == calls + 1
     assert model.calls[-1][1][0]["content"].count("garden item") == 1  # the sentence alone
     assert ret.verified.exact(reworded).origin == "check"
-    # as close, another item: the check gives another answer, the bar rises above it
-    other = "Tell me: What is the garden item 5?"
+    # another item (another number): asks something else, neither served nor checked
     calls = len(model.calls)
+    r = ret.retrieve("Tell me: What is the garden item 5?")
+    assert not r.served and len(model.calls) == calls  # no check (and threshold 0.99)
+    # the same number, another subject: the check gives another answer, the bar rises
+    other = "Tell me: What is the lease item 6?"
     r = ret.retrieve(other)
     assert not r.hit and not r.served and r.usage.calls == 1
     near = ret.verified.nearest(index.embedder.embed_query(other), 0.0)
@@ -677,3 +682,44 @@ def _answers(model, value: str):
         return json.dumps({"answers": rows})
 
     return reply
+
+
+def test_the_router_learns_from_checks_where_summaries_may_answer(filled):
+    """Issue 57: a new index starts cautious: a question the summary path would answer is
+    checked (the chunks answer it; the summary's answer is compared with theirs when the
+    caller gives it); once the checks say the summaries disagree with the source beyond
+    the bound, questions go straight to the chunks with no judge call; once they say the
+    summaries agree, the summary path serves."""
+    from cos_integrations.serving.router import Router
+
+    index, _, model = filled
+    ret = retriever(index, model, max_error=0.02, refine_on_miss="off", answers=False)
+    q = "What is the garden item 1?"  # the summary answers it (items 0-1)
+    calls = len(model.calls)
+    first = ret.answer(q)
+    assert not first.hit and first.judge_answer == "value 1b"  # checked: the chunks answer
+    assert first.answer == "value 1b" and first.usage.calls == 2  # the judge and the answer
+    assert index.store.check_counts() == (1, 0) and len(model.calls) == calls + 2
+    assert "a check" in first.reason and first.items[0].kind == "chunk"
+    # the checks so far say the summaries disagree: straight to the chunks, no judge call
+    for i in range(4):
+        index.store.record_check("garden", f"q{i}", 0.9, "value 1b", "value 9z", False)
+    quiet = [f"What is the garden item {i}?" for i in range(8)]
+    chunked = [t for t in quiet if Router().mode(t, 5, 4) == "chunks"][0]
+    calls = len(model.calls)
+    res = ret.retrieve(chunked)
+    assert not res.hit and res.checks["router"] is False and "the chunks" in res.reason
+    assert len(model.calls) == calls and res.usage.calls == 0
+    # they say the summaries agree (150 checks, none disagreeing): the summary path serves
+    index.store.backend.execute("DELETE FROM checks")
+    for i in range(150):
+        index.store.record_check("garden", f"q{i}", 0.9, "value 1b", "value 1b", True)
+    held = [f"{p}What is the garden item {i}?" for p in ("", "Say: ", "Tell me: ") for i in (0, 1)]
+    served = [t for t in held if Router().mode(t, 150, 0) == "summary"][0]
+    hit = ret.retrieve(served)
+    assert hit.hit and hit.answer in ("value 0a", "value 1b") and hit.usage.calls == 1
+    assert index.store.check_counts_by_document()["garden"] == (150, 0)
+    # no router: the hit rule alone, as before 0.3
+    assert retriever(index, model, max_error=None).retrieve(q).hit
+    with pytest.raises(ValueError, match="max_error"):
+        FallbackRetriever(index, max_error=1.5)
