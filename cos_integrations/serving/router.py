@@ -54,6 +54,15 @@ CHECK_FLOOR = 0.05
 CONFIDENCE_Z = 1.645
 
 
+def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
+    """The Wilson score interval of a rate seen ``k`` times in ``n`` (``n`` > 0)."""
+    p = k / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    scale = 1 + z * z / n
+    return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)
+
+
 def upper_bound(k: int, n: int, z: float = CONFIDENCE_Z) -> float:
     """The Wilson score upper bound of a rate seen ``k`` times in ``n`` (1.0 with none).
 
@@ -61,12 +70,7 @@ def upper_bound(k: int, n: int, z: float = CONFIDENCE_Z) -> float:
         >>> upper_bound(0, 0), round(upper_bound(1, 10), 3)
         (1.0, 0.348)
     """
-    if n <= 0:
-        return 1.0
-    p = k / n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return min(1.0, (centre + spread) / (1 + z * z / n))
+    return _wilson(k, n, z)[1] if n > 0 else 1.0
 
 
 def lower_bound(k: int, n: int, z: float = CONFIDENCE_Z) -> float:
@@ -76,12 +80,7 @@ def lower_bound(k: int, n: int, z: float = CONFIDENCE_Z) -> float:
         >>> lower_bound(0, 10), round(lower_bound(3, 10), 3)
         (0.0, 0.127)
     """
-    if n <= 0:
-        return 0.0
-    p = k / n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, (centre - spread) / (1 + z * z / n))
+    return _wilson(k, n, z)[0] if n > 0 else 0.0
 
 
 def _share(text: str) -> float:
