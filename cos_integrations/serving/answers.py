@@ -43,7 +43,14 @@ from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.storage.answers import AnswerEntry, question_key
 from cos_integrations.text import normalize_text, text_tokens
 
-__all__ = ["VerifiedAnswers", "source_quote", "best_source", "entry_item", "NEIGHBOUR_MARGIN"]
+__all__ = [
+    "VerifiedAnswers",
+    "source_quote",
+    "best_source",
+    "entry_item",
+    "question_numbers",
+    "NEIGHBOUR_MARGIN",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +61,13 @@ NEIGHBOUR_MARGIN = 0.005
 NEIGHBOURS = 8
 
 
-def _numbers(text: str) -> set[str]:
+def question_numbers(text: str) -> set[str]:
+    """The tokens of ``text`` that hold a digit (a year, an item, a count).
+
+    Examples:
+        >>> sorted(question_numbers("Who won in 2010 and in 2,014?"))
+        ['014', '2', '2010']
+    """
     return {t for t in text_tokens(text) if any(c.isdigit() for c in t)}
 
 
@@ -178,7 +191,7 @@ class VerifiedAnswers:
         """Whether ``question`` names the numbers ``entry``'s question names (no more, no
         fewer): a question about another year or item asks something else, however close
         the rest of its words."""
-        return _numbers(question) == _numbers(entry.question)
+        return question_numbers(question) == question_numbers(entry.question)
 
     def remember(
         self,
