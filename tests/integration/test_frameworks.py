@@ -84,6 +84,7 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
         embed_model=embed,
         similarity_top_k=2,
         rule=HitRule(threshold=0.0, judge="llm", hit_context="best+chunk"),
+        max_error=None,  # the hit rule alone: this is about what it decides
     )
     res = strict.core.retrieve("When is the rent due?")
     assert set(res.checks) >= {*grounded, "in_source"}
@@ -99,6 +100,7 @@ def test_llamaindex_pipeline_and_retriever_on_the_local_server(smoke_server, tmp
         llm=smoke_server.chat_model(),
         embed_model=embed,
         rule=HitRule(threshold=0.0, judge="llm"),
+        max_error=None,
     )
     assert default.rule.context == "focused"
     q = "When is the garden gate locked?"
@@ -120,3 +122,67 @@ class Recording:
     async def chat(self, messages, **kwargs):
         self.prompts.append(list(messages))
         return await self.inner.chat(messages, **kwargs)
+
+
+class Counting:
+    """A core chat model that counts the calls it sends the server."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, 0
+
+    async def chat(self, messages, **kwargs):
+        self.calls += 1
+        return await self.inner.chat(messages, **kwargs)
+
+
+def test_a_hit_through_either_framework_costs_the_judges_call_alone(smoke_server, tmp_path):
+    """Issue 58: LangChain's create_cos_qa_chain and LlamaIndex's CoSQueryEngine answer a
+    hit with the judge's call and no other, a miss with the judge's (when asked) and their
+    own answer call, and a verified answer with no call at all; counted at the server."""
+    from langchain_core.documents import Document
+    from llama_index.llms.openai_like import OpenAILike
+
+    from langchain_ext import create_cos_qa_chain
+    from llamaindex_ext import CoSQueryEngine
+
+    counter = Counting(smoke_server.chat_model())
+    chat = CoSChatModel(model=counter, max_tokens=24)
+    rule = HitRule(threshold=0.0, judge="llm", hit_context="best+chunk")
+    lc = CoSFallbackRetriever.from_persist_dir(
+        tmp_path / "lc",
+        llm=chat,
+        embeddings=CoSLocalEmbeddings(),
+        config=CFG,
+        rule=rule,
+        max_error=None,  # the hit rule alone: a new index's router would check every hit
+    )
+    lc.add_documents([Document(page_content=t, id=k) for k, t in TEXTS.items()])
+    chain = create_cos_qa_chain(lc, chat)
+    q = "When is the rent due?"
+    before = counter.calls
+    out = chain.invoke(q)
+    judged = out["hit"] or bool(out["context"][0].metadata.get("cos_checks"))
+    assert counter.calls - before == (1 if out["hit"] else 1 + judged)
+    # a verified answer: served with no call, in both frameworks
+    index = lc.index
+    sentence = "Rent is due on the 5th day of each month."
+    entry = index.store.put_answer("lease", q, "the 5th day", sentence, "refine")
+    index.add_answer(entry)
+    before = counter.calls
+    served = chain.invoke("when is the RENT due")
+    assert served["served"] == "exact" and served["answer"] == "the 5th day"
+    assert counter.calls == before
+    li = LIRetriever.from_persist_dir(
+        tmp_path / "lc", llm=counter, embed_model=CoSLocalEmbedding(), rule=rule, max_error=None
+    )
+    synthesizer = OpenAILike(
+        model=counter.inner.model,
+        api_base=smoke_server.base_url,
+        api_key="sk-local",
+        is_chat_model=True,
+        context_window=4096,
+    )
+    engine = CoSQueryEngine.from_defaults(li, llm=synthesizer)
+    response = engine.query(q)
+    assert str(response) == "the 5th day" and response.metadata["cos_served"] == "exact"
+    assert counter.calls == before
