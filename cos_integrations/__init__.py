@@ -44,8 +44,10 @@ _EXPORTS = {
     "Refiner": "serving.refine",
     "RetrievalResult": "serving.retrieval",
     "SearchHit": "serving.index",
+    "Stats": "serving.stats",
     "Usage": "usage",
     "answer_from": "serving.retrieval",
+    "compute_stats": "serving.stats",
     "load_paths": "loaders",
     "open_model": "embedded.runtime",
     "read_manifest": "serving.index",
@@ -79,8 +81,10 @@ __all__ = [
     "Refiner",
     "RetrievalResult",
     "SearchHit",
+    "Stats",
     "Usage",
     "answer_from",
+    "compute_stats",
     "load_paths",
     "open_model",
     "read_manifest",
@@ -112,6 +116,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from cos_integrations.serving.index import CoSIndex, IngestReport, SearchHit, read_manifest
     from cos_integrations.serving.refine import BackgroundRefiner, RefineOutcome, Refiner
     from cos_integrations.serving.retrieval import FallbackRetriever, RetrievalResult, answer_from
+    from cos_integrations.serving.stats import Stats, compute_stats
     from cos_integrations.summarize.config import PRESETS, CoSConfig
     from cos_integrations.summarize.engine import ChainOfSummaries
     from cos_integrations.summarize.prompts import PROMPT_VERSION

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 __all__ = [
+    "question_key",
     "count_words",
     "estimate_tokens",
     "tokens_for_chars",
@@ -130,7 +131,12 @@ def split_sentences(text: str) -> list[str]:
 _NO_SPACE_CHARS = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 )
-_NO_SPACES = re.compile(f"([{_NO_SPACE_CHARS}])")
+# and scripts written without spaces whose characters are letters rather than words (Thai,
+# Lao, Khmer, Myanmar): each character a token where text is compared (normalize_text), so
+# a Thai answer is found inside a Thai sentence; counted as words they are not (a chunk of
+# 160 "words" would be 160 letters)
+_LETTER_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+_NO_SPACES = re.compile(f"([{_NO_SPACE_CHARS}{_LETTER_SCRIPTS}])")
 # a word as chunk sizes and summary budgets count it: a run of text between spaces, or one
 # character of a script written without spaces
 _WORD = re.compile(f"[{_NO_SPACE_CHARS}]|[^\\s{_NO_SPACE_CHARS}]+")
@@ -152,7 +158,8 @@ def count_words(text: str) -> int:
 def normalize_text(text: str) -> str:
     """Text as the hit path compares it, in any language: Unicode NFKC, case-folded,
     punctuation and symbols as spaces (letters, digits and marks of every script kept),
-    characters of scripts written without spaces apart, whitespace collapsed.
+    characters of scripts written without spaces apart (Chinese, Japanese, Korean, Thai,
+    Lao, Khmer, Myanmar), whitespace collapsed.
 
     Examples:
         >>> normalize_text("SARS-CoV-2 binds  ACE2 (Fig. 2).")
@@ -404,3 +411,17 @@ def _greedy(pieces: list[str], budget: int, count: TokenCounter) -> list[str]:
     if current:
         sections.append(current)
     return sections
+
+
+def question_key(question: str) -> str:
+    """What makes two questions the same question: their text as
+    :func:`normalize_text` writes it (Unicode NFKC, case-folded,
+    punctuation as spaces, whitespace collapsed), in any language; no word is dropped.
+
+    Examples:
+        >>> question_key("When is  rent due?") == question_key("when is rent due")
+        True
+        >>> question_key("Wann ist die Miete fällig?")
+        'wann ist die miete fällig'
+    """
+    return normalize_text(question)

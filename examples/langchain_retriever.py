@@ -1,4 +1,6 @@
-"""LangChain end to end on the embedded default model: add documents, hit, miss, LCEL chain.
+"""LangChain end to end on the embedded default model: add documents, retrieve, the QA
+chain over the retriever (a hit answered with no second model call, a repeat served its
+verified answer with none), and a plain LCEL chain beside it.
 
 Run: ``python examples/langchain_retriever.py`` (after ``make install-default``).
 """
@@ -15,7 +17,12 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from cos_integrations import CoSConfig, load_paths, open_model
-from langchain_ext import CoSChatModel, CoSFallbackRetriever, CoSLocalEmbeddings
+from langchain_ext import (
+    CoSChatModel,
+    CoSFallbackRetriever,
+    CoSLocalEmbeddings,
+    create_cos_qa_chain,
+)
 
 HERE = Path(__file__).parent
 
@@ -58,7 +65,12 @@ def main(index_dir: Path) -> None:
             | StrOutputParser()
         )
         question = "How much is the daily meal allowance?"
-        print(f"\nLCEL chain: {question!r} -> {chain.invoke(question)!r}")
+        print(f"\nLCEL chain (its own answer call every time): {chain.invoke(question)!r}")
+        qa = create_cos_qa_chain(retriever, chat)
+        for _ in range(2):
+            out = qa.invoke(question)
+            how = out["served"] or ("hit" if out["hit"] else "miss")
+            print(f"QA chain: {question!r} -> {out['answer']!r} ({how})")
         print(
             f"hits {retriever.hits}, misses {retriever.misses}; pending refine jobs:",
             [(j.doc_id, j.query) for j in retriever.index.store.jobs("pending")],

@@ -1,5 +1,6 @@
 """LlamaIndex end to end on the embedded default model: an IngestionPipeline with the CoS
-transform into Chroma, then the fallback retriever (a hit and a miss) and the postprocessor.
+transform into Chroma, then the fallback retriever, the postprocessor, and the query engine
+over it (a hit answered with no second model call, a repeat served with none).
 
 Run: ``python examples/llamaindex_pipeline.py`` (after ``make install-default``).
 """
@@ -21,6 +22,7 @@ from llamaindex_ext import (
     CoSExpandToSourcePostprocessor,
     CoSFallbackRetriever,
     CoSLocalEmbedding,
+    CoSQueryEngine,
     CoSSummaryTransform,
 )
 
@@ -81,6 +83,10 @@ def main(index_dir: Path) -> None:
             f"\nexpanded to {len(expanded)} source chunks; hits {retriever.hits}, "
             f"misses {retriever.misses}"
         )
+        engine = CoSQueryEngine.from_defaults(retriever, llm=llm)  # or any LlamaIndex LLM
+        for _ in range(2):
+            response = engine.query("How much is the daily meal allowance?")
+            print(f"query engine: {response} {response.metadata}")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,13 @@
 
 1. ingest examples/docs/ into an index of summaries (Chroma + the SQLite store) in the
    shipped tiered mode: one zero-shot summary call a document;
-2. ask a question the summaries answer (a cache hit);
-3. ask one they do not (a miss: answered from the full text, and a refine job queued);
-4. run the refine queue once, then ask the miss again: it now hits;
-5. print the document's version history.
+2. ask a question: the summary path is checked against the source chunks (a new index
+   trusts its summaries only once checks show they agree with the source), the chunks'
+   answer is returned and kept as a verified answer;
+3. ask it again, and in other words: served the verified answer, with no model call;
+4. ask a question the summaries do not cover (a miss: answered from the full text, a
+   refine job queued), run the refine queue, ask it again;
+5. print how each ask was answered and the document's version history.
 
 Run: ``make demo`` (installs everything) or ``python examples/quickstart.py [INDEX_DIR]``.
 Set COS_BASE_URL / OPENAI_API_KEY to use another model, COS_LOCAL_MODEL=small for a faster one.
@@ -26,36 +29,28 @@ from cos_integrations import (
     FallbackRetriever,
     LocalEmbedder,
     Refiner,
-    answer_from,
+    compute_stats,
     load_paths,
     open_model,
 )
 
 HERE = Path(__file__).parent
-HIT = "When is the rent due?"
+ASKED = "When is the rent due?"
+REWORDED = "When is the rent due, please?"
 MISS = "Where must bicycles be stored?"
 # The shipped preset (tiered) with short summaries (60 words), so that a detail is left
 # out and the cache can miss.
 CONFIG = CoSConfig.shipped(max_summary_words=60)
 
 
-def show(label: str, res, answer: str | None) -> None:
-    state = "HIT " if res.hit else "MISS"
-    print(f"\n[{state}] {label}: {res.query!r}  ({res.reason})")
+def show(label: str, res) -> None:
+    how = f"served ({res.served})" if res.served else "HIT" if res.hit else "MISS"
+    print(f"\n[{how}] {label}: {res.query!r}  ({res.reason})")
     for h in res.items:
         print(f"    {h.kind:7s} {h.metadata.get('source', h.doc_id)}  score={h.score:.3f}")
-    print(f"    answer: {answer}   (context ~{res.context_tokens} tokens)")
+    print(f"    answer: {res.answer}   ({res.usage.calls} model calls)")
     if res.job_id is not None:
         print(f"    queued refine job {res.job_id}")
-
-
-async def ask(retriever: FallbackRetriever, llm, label: str, query: str):
-    res = await retriever.aretrieve(query)
-    answer = res.answer
-    if answer is None and res.items:
-        answer, _ = await answer_from(llm, query, res.items)
-    show(label, res, answer)
-    return res
 
 
 async def main(index_dir: Path) -> None:
@@ -76,30 +71,30 @@ async def main(index_dir: Path) -> None:
         for doc_id, r in report.results.items():
             print(
                 f"  {doc_id}: {r.summary_tokens} summary tokens from {r.source_tokens} source "
-                f"tokens, {r.usage.calls} calls, best iteration {r.best_iteration}"
+                f"tokens, {r.usage.calls} calls"
             )
-        # the default hit rule (BENCHMARKS.md): the model reads the sentences of the best
-        # summary and its best chunk closest to the query and answers with a quote from them
-        retriever = FallbackRetriever(index, llm=llm, k=2)
-        print("\n== queries")
-        await ask(retriever, llm, "hit expected", HIT)
-        miss = await ask(retriever, llm, "miss expected", MISS)
-        print("\n== refine the queue once (the miss becomes a question that teaches the summary)")
+        # the shipped rule: verified answers, the router, the grounded hit rule, k = 2
+        retriever = FallbackRetriever(index, llm=llm)
+        print("\n== a question, then the same again and in other words")
+        show("first ask", await retriever.aanswer(ASKED))
+        show("asked again", await retriever.aanswer(ASKED))
+        show("reworded", await retriever.aanswer(REWORDED))
+        print("\n== a question the summaries do not cover")
+        miss = await retriever.aanswer(MISS)
+        show("first ask", miss)
         refiner = Refiner(index, engine)
         for o in await refiner.arun_once():
-            print(
-                f"  job {o.job_id} {o.doc_id}: {o.status} ({o.reason}); source answer {o.answer!r}"
-            )
-        print("\n== the same question again")
-        await ask(retriever, llm, "after refinement", MISS)
+            print(f"  refine job {o.job_id} {o.doc_id}: {o.status}; source answer {o.answer!r}")
+        show("after refinement", await retriever.aanswer(MISS))
         doc_id = (miss.items[0].doc_id if miss.items else None) or "docs/tenancy-agreement.md"
         print(f"\n== history of {doc_id}")
         for v in index.store.versions(doc_id):
             print(f"  v{v.version} {v.status:9s} by {v.created_by:6s} {v.reason or ''}")
             print(f"      {v.text}")
-        counts = index.store.event_counts()
+        s = compute_stats(index.store)
         print(
-            f"\nhits {counts.get('hit', 0)}, misses {counts.get('miss', 0)}; "
+            f"\n{s.queries} asks: {s.served} served a verified answer, {s.hits} summary hits, "
+            f"{s.misses} misses; router checks {s.checks} ({s.disagreements} disagreed); "
             f"index at {index_dir}; total {time.monotonic() - t0:.0f}s"
         )
 

@@ -1,17 +1,28 @@
-"""Use any LlamaIndex LLM as the engine's :class:`~cos_integrations.ChatModel`."""
+"""Models both ways: any LlamaIndex LLM as the core's :class:`~cos_integrations.ChatModel`
+(:class:`CoreChatModel`), and the core's model (the embedded one, or any endpoint) as a
+LlamaIndex LLM (:class:`CoSChatLLM`, for a query engine's response synthesizer)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
-from llama_index.core.llms import LLM
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+    MessageRole,
+)
+from llama_index.core.llms import LLM, CustomLLM
+from pydantic import PrivateAttr
 
-from cos_integrations.model import ChatResult
+from cos_integrations.model import ChatModel, ChatResult
+from cos_integrations.sync import run_sync
 from cos_integrations.usage import Usage
 
-__all__ = ["CoreChatModel", "as_chat_model"]
+__all__ = ["CoreChatModel", "CoSChatLLM", "as_chat_model"]
 
 _ROLES = {"system": MessageRole.SYSTEM, "assistant": MessageRole.ASSISTANT}
 
@@ -76,3 +87,70 @@ def as_chat_model(llm: Any):
     if hasattr(llm, "chat") and not isinstance(llm, LLM):
         return llm
     raise TypeError(f"expected a LlamaIndex LLM or a ChatModel, got {type(llm).__name__}")
+
+
+class CoSChatLLM(CustomLLM):
+    """The core's :class:`~cos_integrations.ChatModel` (the embedded local model from
+    ``open_model()``, or any OpenAI-compatible endpoint) as a LlamaIndex chat ``LLM``: for
+    a query engine's response synthesizer, or anywhere LlamaIndex wants an ``LLM``. Each
+    call is one call of the core model (its usage in the response's ``raw``).
+
+    Examples:
+        >>> from cos_integrations.model import ChatResult
+        >>> class Echo:
+        ...     async def chat(self, messages, **kw):
+        ...         return ChatResult("echo: " + messages[-1]["content"])
+        >>> CoSChatLLM(Echo()).complete("hi").text
+        'echo: hi'
+    """
+
+    context_window: int = 4096
+    num_output: int = 256
+    _model: Any = PrivateAttr()
+
+    def __init__(self, model: ChatModel, **data: Any) -> None:
+        super().__init__(**data)
+        self._model = model
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CoSChatLLM"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        name = str(getattr(self._model, "model", type(self._model).__name__))
+        return LLMMetadata(
+            context_window=self.context_window,
+            num_output=self.num_output,
+            is_chat_model=True,
+            model_name=name,
+        )
+
+    async def _ask(self, messages: Sequence[ChatMessage]) -> ChatResponse:
+        msgs = [{"role": m.role.value, "content": m.content or ""} for m in messages]
+        res = await self._model.chat(msgs, max_tokens=self.num_output)
+        raw = {"usage": res.usage.model_dump()}
+        message = ChatMessage(role=MessageRole.ASSISTANT, content=res.text)
+        return ChatResponse(message=message, raw=raw)
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        return run_sync(self._ask(messages))
+
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        return await self._ask(messages)
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        res = self.chat([ChatMessage(role=MessageRole.USER, content=prompt)])
+        return CompletionResponse(text=res.message.content or "", raw=res.raw)
+
+    async def acomplete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        res = await self.achat([ChatMessage(role=MessageRole.USER, content=prompt)])
+        return CompletionResponse(text=res.message.content or "", raw=res.raw)
+
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        done = self.complete(prompt)
+        yield CompletionResponse(text=done.text, delta=done.text, raw=done.raw)

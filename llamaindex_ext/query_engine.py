@@ -13,9 +13,11 @@ from llama_index.core.base.response.schema import (
     StreamingResponse,
 )
 from llama_index.core.callbacks.schema import CBEventType, EventPayload
+from llama_index.core.llms import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from .llm import CoSChatLLM
 from .retriever import CoSFallbackRetriever
 
 __all__ = ["CoSQueryEngine"]
@@ -66,9 +68,13 @@ class CoSQueryEngine(RetrieverQueryEngine):
 
     @classmethod
     def from_defaults(cls, retriever: CoSFallbackRetriever, **kwargs: Any) -> CoSQueryEngine:
-        """:meth:`RetrieverQueryEngine.from_args` (``llm``: default ``Settings.llm``;
+        """:meth:`RetrieverQueryEngine.from_args` (``llm``: default ``Settings.llm``, or the
+        core's model, e.g. ``open_model()``'s, wrapped as :class:`CoSChatLLM`;
         ``response_mode``, ``streaming``, ``use_async``, templates...), for the
         ``from_defaults`` LlamaIndex users reach for."""
+        llm = kwargs.get("llm")
+        if llm is not None and not isinstance(llm, LLM):
+            kwargs["llm"] = CoSChatLLM(llm)
         return cls.from_args(retriever, **kwargs)  # type: ignore[return-value]
 
     @property

@@ -54,8 +54,16 @@ from cos_integrations.defaults import (
     HitContext,
     Judge,
 )
-from cos_integrations.metrics import is_unanswered
-from cos_integrations.text import quote_span, split_sentences, text_tokens, tokens_in
+from cos_integrations.summarize.prompts import UNKNOWN_ANSWER
+from cos_integrations.text import (
+    normalize_text,
+    quote_span,
+    split_sentences,
+    text_tokens,
+    tokens_in,
+)
+
+_UNKNOWN = normalize_text(UNKNOWN_ANSWER)
 
 __all__ = [
     "HitRule",
@@ -65,6 +73,7 @@ __all__ = [
     "parse_grounded",
     "grounding_checks",
     "is_grounded",
+    "said_nothing",
     "answers_agree",
     "echoes_question",
     "supporting_sentence",
@@ -259,8 +268,10 @@ class GroundedReply:
 
     @property
     def answered(self) -> bool:
-        """Whether the model gave an answer (not an empty reply or an "I don't know")."""
-        return bool(self.answer) and not is_unanswered(self.answer)
+        """Whether the model gave an answer: the structured reply says so with a quote and
+        an answer (the prompt asks for an empty pair when the text does not answer), in any
+        language; no phrase list."""
+        return bool(self.answer) and bool(self.quote) and not said_nothing(self.answer)
 
     def __repr__(self) -> str:
         if self.error:
@@ -321,6 +332,21 @@ def grounding_checks(reply: GroundedReply, question: str, context: str) -> dict[
 # ---------------------------------------------------------------- evidence
 
 
+def said_nothing(answer: str | None) -> bool:
+    """True for no answer: none, blank, or the answer prompts' own word for "the text does
+    not say" (:data:`~cos_integrations.summarize.prompts.UNKNOWN_ANSWER`), compared as
+    :func:`~cos_integrations.text.normalize_text` writes it. A model's other ways of saying
+    so, in any language, are not in any text it read, so nothing takes them for an answer.
+
+    Examples:
+        >>> said_nothing(None), said_nothing(" "), said_nothing("I don't know.")
+        (True, True, True)
+        >>> said_nothing("Ich weiß es nicht"), said_nothing("the 1st")
+        (False, False)
+    """
+    return not answer or not answer.strip() or normalize_text(answer) == _UNKNOWN
+
+
 def is_grounded(answer: str | None, context: str) -> bool:
     """True when ``answer`` is given and its tokens are in ``context``: every token with a
     digit, and at least half of the others (:func:`~cos_integrations.text.tokens_in`), in
@@ -331,7 +357,7 @@ def is_grounded(answer: str | None, context: str) -> bool:
         >>> is_grounded("four", "Josh Norman had four interceptions."), is_grounded("4", "four")
         (True, False)
     """
-    if answer is None or is_unanswered(answer):
+    if said_nothing(answer):
         return False
     return tokens_in(answer, context, share=0.5)
 
@@ -344,7 +370,7 @@ def answers_agree(answer: str | None, others: Sequence[str], *, min_f1: float = 
         >>> answers_agree("4", ["4 interceptions"]), answers_agree("17", ["4 interceptions"])
         (True, False)
     """
-    if answer is None or is_unanswered(answer):
+    if said_nothing(answer):
         return False
     mine = text_tokens(answer)
     for other in others:

@@ -24,11 +24,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cos_integrations.metrics import normalize_answer
 from cos_integrations.serving.hit_rule import is_grounded
 from cos_integrations.storage.store import Action, DocumentRecord, SummaryVersion
 from cos_integrations.summarize.guard import summary_flags, unfaithful_spans
-from cos_integrations.text import estimate_tokens
+from cos_integrations.text import estimate_tokens, question_key
 
 if TYPE_CHECKING:
     from cos_integrations.serving.index import CoSIndex
@@ -250,7 +249,7 @@ def document_view(index: CoSIndex, doc_id: str) -> DocumentView:
         result = store.result_of(doc_id, current.version)
         best = result.best if result is not None else None
         if best is not None:
-            scores = {normalize_answer(s.question): s.f1 for s in best.scores}
+            scores = {question_key(s.question): s.f1 for s in best.scores}
     text = current.text if current else ""
     bank = [
         BankQuestion(
@@ -258,7 +257,7 @@ def document_view(index: CoSIndex, doc_id: str) -> DocumentView:
             q.answers,
             q.origin,
             q.split,
-            scores.get(normalize_answer(q.question)),
+            scores.get(question_key(q.question)),
             any(is_grounded(a, text) for a in q.answers),
         )
         for q in store.questions(doc_id)
@@ -306,10 +305,10 @@ def recent_misses(index: CoSIndex, limit: int = 50, offset: int = 0) -> tuple[li
     jobs = store.jobs_for(sorted({e["doc_id"] for e in events if e["doc_id"]}))
     by_key: dict[tuple[str, str], RefineJob] = {}
     for job in jobs:  # newest first: the first seen per (doc, query) wins
-        by_key.setdefault((job.doc_id, normalize_answer(job.query)), job)
+        by_key.setdefault((job.doc_id, question_key(job.query)), job)
     rows = []
     for e in events:
-        job = by_key.get((e["doc_id"] or "", normalize_answer(e["query"] or "")))
+        job = by_key.get((e["doc_id"] or "", question_key(e["query"] or "")))
         if job is None:
             rows.append(MissRow(e["at"], e["query"], e["doc_id"], "not queued", None, ""))
             continue

@@ -51,7 +51,6 @@ from cos_integrations.defaults import (
     HitContext,
     RefineTeach,
 )
-from cos_integrations.metrics import is_unanswered
 from cos_integrations.model import ChatModel
 from cos_integrations.serving.answers import (
     NEIGHBOUR_MARGIN,
@@ -68,6 +67,7 @@ from cos_integrations.serving.hit_rule import (
     choose_windows,
     is_grounded,
     parse_grounded,
+    said_nothing,
     sentence_windows,
 )
 from cos_integrations.serving.index import CoSIndex, SearchHit
@@ -318,7 +318,7 @@ async def answer_from(
     not know or gives an answer that is not in those texts (see :func:`is_grounded`)."""
     answer, usage = await ask(llm, query, items, max_tokens=max_tokens)
     if not is_grounded(answer, _content(items)):
-        if answer and not is_unanswered(answer):
+        if not said_nothing(answer):
             log.info("answer %r to %r is not in the retrieved text: not a hit", answer, query)
         return None, usage
     return answer, usage
@@ -662,7 +662,7 @@ class FallbackRetriever:
         the items, or the layer is off)."""
         if result.check:
             await self._record_check(result, answer)
-        if not self.answers or result.hit or not answer or is_unanswered(answer):
+        if not self.answers or result.hit or said_nothing(answer):
             return None
         found = best_source(answer, result.query, [(h.doc_id, h.text) for h in result.items])
         if found is None:

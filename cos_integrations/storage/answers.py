@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cos_integrations.storage.db import StorePart
-from cos_integrations.text import normalize_text
+from cos_integrations.text import question_key
 
 __all__ = ["AnswerEntry", "AnswerEntries", "ANSWER_ORIGINS", "question_key"]
 
@@ -47,20 +47,6 @@ __all__ = ["AnswerEntry", "AnswerEntries", "ANSWER_ORIGINS", "question_key"]
 # reworded question answered from it as the entry was). A weaker reading never replaces a
 # stronger one.
 ANSWER_ORIGINS: tuple[str, ...] = ("refine", "miss", "hit", "check")
-
-
-def question_key(question: str) -> str:
-    """What makes two questions the same question: their text as
-    :func:`~cos_integrations.text.normalize_text` writes it (Unicode NFKC, case-folded,
-    punctuation as spaces, whitespace collapsed), in any language; no word is dropped.
-
-    Examples:
-        >>> question_key("When is  rent due?") == question_key("when is rent due")
-        True
-        >>> question_key("Wann ist die Miete fällig?")
-        'wann ist die miete fällig'
-    """
-    return normalize_text(question)
 
 
 @dataclass

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from cos_integrations.metrics import normalize_answer
 from cos_integrations.storage.db import StorePart
+from cos_integrations.text import question_key
 
 __all__ = ["ALREADY_HELD", "STILL_MISSES", "UNSUPPORTED", "RefineJob", "RefineQueue"]
 
@@ -64,7 +64,7 @@ class RefineQueue(StorePart):
         Returns the job id, or ``None`` when the query is known not to be in the source,
         or a job already ran for it on the document's current text (whatever it found, a
         second round on the same text and question would find it again)."""
-        norm = normalize_answer(query)
+        norm = question_key(query)
         now = time.time()
         with self._tx() as tx:
             if tx.execute(
@@ -233,7 +233,7 @@ class RefineQueue(StorePart):
             self._conn()
             .execute(
                 "SELECT doc_id, status FROM refine_jobs WHERE norm=? ORDER BY id",
-                (normalize_answer(query),),
+                (question_key(query),),
             )
             .fetchall()
         )
@@ -244,7 +244,7 @@ class RefineQueue(StorePart):
             self._conn()
             .execute(
                 "SELECT 1 FROM not_in_source WHERE doc_id=? AND norm=?",
-                (doc_id, normalize_answer(query)),
+                (doc_id, question_key(query)),
             )
             .fetchone()
         )

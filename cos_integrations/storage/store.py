@@ -33,6 +33,7 @@ from cos_integrations.storage.records import Action, DocumentRecord, DocumentRow
 from cos_integrations.storage.refine_queue import RefineJob, RefineQueue
 from cos_integrations.storage.traffic import OVERVIEW_FILTERS, OVERVIEW_SORTS, TrafficLog
 from cos_integrations.storage.versions import SummaryVersions
+from cos_integrations.text import question_key
 
 __all__ = [
     "SummaryStore",
@@ -158,7 +159,8 @@ CREATE INDEX IF NOT EXISTS questions_norm ON questions (norm, origin);
 # Version 4: verified answers (storage/answers.py), served again without a model call; the
 # text a refine job read (a job that could not teach is not run again on that text), and
 # how often its question missed while it waited (a worker may take only those that came
-# back); the router's checks (serving/router.py: where the summaries may answer).
+# back); the router's checks (serving/router.py: where the summaries may answer). Question
+# keys become text.question_key's (_rekey: any language, no English article dropped).
 _SCHEMA_V4 = """
 CREATE TABLE IF NOT EXISTS answers (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -252,6 +254,8 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog, AnswerEntries, Chec
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for stmt in self.backend.ddl(_MIGRATIONS[version]):
                     tx.execute(stmt)
+                if version == 4 and current > 0:
+                    _rekey(tx)
                 tx.execute(
                     "INSERT INTO meta(key, value) VALUES('schema_version', ?)"
                     " ON CONFLICT (key) DO UPDATE SET value=excluded.value",
@@ -396,6 +400,44 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog, AnswerEntries, Chec
     def query(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
         """A read-only query of the store's tables (reports such as :mod:`.stats`)."""
         return self._conn().execute(sql, tuple(args)).fetchall()
+
+
+def _rekey(tx: Any) -> None:
+    """Version 4: a question's key is :func:`~cos_integrations.text.question_key` (Unicode
+    punctuation and forms, in any language; no English article dropped), as the verified
+    answers' are. The keys of a store made before are written again; two bank questions of
+    a document that now share a key keep the first, of two open refine jobs the later is
+    dropped, and "not in source" records keep one a key."""
+    reads = {
+        "questions": "SELECT id, doc_id, question, 'open' FROM questions ORDER BY id",
+        "refine_jobs": "SELECT id, doc_id, query, status FROM refine_jobs ORDER BY id",
+    }
+    for table, sql in reads.items():
+        rows = tx.execute(sql).fetchall()
+        # first out of the way of the unique keys, then each row its new key
+        tx.execute(f"UPDATE {table} SET norm = '#' || CAST(id AS TEXT)")
+        seen: set[tuple[str, str]] = set()
+        for row_id, doc_id, text, status in rows:
+            key = question_key(text)
+            if status in ("open", "pending", "leased"):
+                if (doc_id, key) in seen:
+                    if table == "questions":
+                        tx.execute("DELETE FROM questions WHERE id=?", (row_id,))
+                        continue
+                    tx.execute("UPDATE refine_jobs SET status='dropped' WHERE id=?", (row_id,))
+                seen.add((doc_id, key))
+            tx.execute(f"UPDATE {table} SET norm=? WHERE id=?", (key, row_id))
+    silent = tx.execute("SELECT doc_id, query, created_at FROM not_in_source").fetchall()
+    tx.execute("DELETE FROM not_in_source")
+    kept: set[tuple[str, str]] = set()
+    for doc_id, query, at in silent:
+        key = question_key(query)
+        if (doc_id, key) not in kept:
+            kept.add((doc_id, key))
+            tx.execute(
+                "INSERT INTO not_in_source(doc_id, norm, query, created_at) VALUES(?,?,?,?)",
+                (doc_id, key, query, at),
+            )
 
 
 def _doc(row: Any) -> DocumentRecord:

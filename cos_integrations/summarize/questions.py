@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from cos_integrations.metrics import normalize_answer
+from cos_integrations.text import question_key
 
 __all__ = [
     "QAPair",
@@ -75,7 +76,7 @@ class QAPair(BaseModel):
     @property
     def key(self) -> str:
         """The normalised question, used to de-duplicate."""
-        return normalize_answer(self.question)
+        return question_key(self.question)
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)

@@ -4,6 +4,7 @@ checks of before 0.2: English abbreviations, stems, key-word lists), and a judge
 reply is a quote not in what it read, or no JSON at all, is a miss, never an exception."""
 
 import asyncio
+import json
 import logging
 
 import pytest
@@ -194,3 +195,52 @@ def test_a_chinese_document_is_chunked_by_characters_like_words_elsewhere():
     assert len(pieces) == 4 and all(count_words(p) <= 160 for p in pieces)
     assert count_words("Die Miete ist am 1. fällig.") == 6
     assert Section(["标题"], "title", 2, sentence).words == 21  # was 1
+
+
+def test_the_decision_reads_no_phrase_list_in_any_language():
+    """Issue 57 item 4: a grounded reply answers only with a quote and an answer (the
+    prompt's empty pair says the text is silent), whatever words a model says it with;
+    "I don't know", the answer prompts' own word, is no answer."""
+    from cos_integrations.serving.hit_rule import GroundedReply, said_nothing
+
+    for silent in ("Nicht im Dokument", "文中没有提到", "ไม่มีข้อมูล", "I don't know", ""):
+        assert not GroundedReply(silent, "").answered, silent
+    assert GroundedReply("1990", "Es wurde 1990 gegründet.").answered
+    assert GroundedReply("1990 年", "北京大学成立于 1990 年。").answered
+    assert said_nothing("I don't know.") and not said_nothing("Ich weiß es nicht")
+
+
+def test_a_german_source_that_is_silent_is_recorded_so(index):
+    """A refine job whose model says in German, with no quote, that the document does not
+    answer records the source silent (it was 'rejected' while "Nicht im Dokument" was not
+    in the English phrase list)."""
+    from cos_integrations.serving.refine import Refiner
+
+    reply = json.dumps({"quote": "", "answer": "Nicht im Dokument"})
+    model = ScriptedFakeModel(script={"source_answer": [reply]})
+    engine = ChainOfSummaries(model, CoSConfig.fast(iterations=0))
+    text = make_document(2, topic="miete") + " Die Miete ist am 5. fällig."
+    doc = SourceDocument(doc_id="miete", text=text, title="Miete")
+    asyncio.run(index.aingest([doc], engine))
+    index.store.enqueue("miete", "Wer zahlt das Wasser?")
+    [outcome] = Refiner(index, engine, retarget=1).run_once()
+    assert outcome.status == "not_in_source", outcome.reason
+    assert index.store.not_in_source("miete", "Wer zahlt das Wasser?")
+
+
+def test_question_keys_and_tokens_hold_in_any_language(index):
+    """One question is one key in any language (full-width and ASCII marks alike; no
+    English article dropped from a German question), and Thai text is compared character
+    by character, not as one token."""
+    from cos_integrations.text import question_key, quote_span, text_tokens, tokens_in
+
+    store = index.store
+    store.upsert_document("d", "北京是中国的首都。")
+    job = store.enqueue("d", "北京是首都吗？")
+    assert store.enqueue("d", "北京是首都吗?") == job
+    german = store.enqueue("d", "Wo hängt das Bild an der Wand?")
+    assert store.enqueue("d", "Wo hängt das Bild der Wand?") != german
+    assert question_key("Wer ist der Präsident?") == "wer ist der präsident"
+    thai = "เมืองหลวงของไทยคือกรุงเทพมหานคร"
+    assert len(text_tokens("กรุงเทพมหานคร")) > 1
+    assert tokens_in("กรุงเทพ", thai) and quote_span("คือกรุงเทพ", thai) is not None

@@ -69,6 +69,7 @@ def summaries(collection, doc_id=None):
 def test_exports_have_docstrings():
     assert sorted(llamaindex_ext.__all__) == [
         "CoSCacheMissEvent",
+        "CoSChatLLM",
         "CoSExpandToSourcePostprocessor",
         "CoSFallbackRetriever",
         "CoSLocalEmbedding",

@@ -367,3 +367,55 @@ def test_framework_components_take_a_store_url_and_never_keep_its_password(postg
     lc = CoSDocumentTransformer(llm=None, store_url=postgres_url)
     assert lc.store.backend.name == "postgresql"
     lc.store.close()
+
+
+def test_a_store_of_0_2_is_rekeyed_when_it_opens(store_url):
+    """Schema 4 keys questions with text.question_key (any language): a store made with
+    0.2's keys (English articles dropped, ASCII punctuation only) is keyed again, keeping
+    one bank question, one open job and one "not in source" record a key."""
+    from cos_integrations.metrics import normalize_answer
+    from cos_integrations.storage import store as module
+    from cos_integrations.storage.db import open_backend
+
+    backend = open_backend(store_url)
+    with backend.lock() as tx:
+        for version in (1, 2, 3):
+            for stmt in backend.ddl(module._META if version == 1 else ""):
+                tx.execute(stmt)
+            for stmt in backend.ddl(module._MIGRATIONS[version]):
+                tx.execute(stmt)
+        tx.execute("INSERT INTO meta(key, value) VALUES('schema_version', '3')")
+        tx.execute(
+            "INSERT INTO documents(doc_id, content_hash, text, created_at, updated_at)"
+            " VALUES('d', 'h', 't', 0, 0)"
+        )
+        for i, q in enumerate(["北京是首都吗？", "北京是首都吗?", "Who is the king?"]):
+            tx.execute(
+                "INSERT INTO questions(doc_id, question, norm, answers, origin, created_at)"
+                " VALUES('d', ?, ?, '[\"x\"]', 'miss', ?)",
+                (q, normalize_answer(q), i),
+            )
+            tx.execute(
+                "INSERT INTO refine_jobs(doc_id, query, norm, status, created_at, updated_at)"
+                " VALUES('d', ?, ?, 'pending', 0, 0)",
+                (q, normalize_answer(q)),
+            )
+        tx.execute(
+            "INSERT INTO not_in_source(doc_id, norm, query, created_at) VALUES('d', ?, ?, 0)",
+            (normalize_answer("Who is the king?"), "Who is the king?"),
+        )
+    backend.close()
+    store = SummaryStore(store_url)
+    try:
+        assert store.schema_version == SCHEMA_VERSION
+        assert [q.question for q in store.questions("d")] == ["北京是首都吗？", "Who is the king?"]
+        jobs = {j.query: j.status for j in store.jobs()}
+        assert jobs == {
+            "北京是首都吗？": "pending",
+            "北京是首都吗?": "dropped",
+            "Who is the king?": "pending",
+        }
+        assert store.enqueue("d", "北京是首都吗 ?") == store.jobs("pending")[0].id
+        assert store.not_in_source("d", "who is THE king")
+    finally:
+        store.close()
