@@ -31,6 +31,7 @@ from cos_integrations.text import estimate_tokens, question_key
 
 if TYPE_CHECKING:
     from cos_integrations.serving.index import CoSIndex
+    from cos_integrations.storage.answers import AnswerEntry
     from cos_integrations.storage.refine_queue import RefineJob
 
 __all__ = [
@@ -236,6 +237,10 @@ class DocumentView:
     spans: list[tuple[int, int, str]]  # unfaithful numbers and names in the current text
     actions: list[Action]
     jobs: list[RefineJob] = field(default_factory=list)
+    # the verified answers kept on its current text, and the router's checks of its
+    # summary's answers against its source chunks (how many, how many disagreed)
+    answers: list[AnswerEntry] = field(default_factory=list)
+    checks: tuple[int, int] = (0, 0)
 
 
 def document_view(index: CoSIndex, doc_id: str) -> DocumentView:
@@ -270,6 +275,8 @@ def document_view(index: CoSIndex, doc_id: str) -> DocumentView:
         unfaithful_spans(text, doc.text) if text else [],
         store.actions(doc_id),
         store.jobs_for([doc_id]),
+        store.answers(doc_id),
+        store.check_counts_by_document().get(doc_id, (0, 0)),
     )
 
 

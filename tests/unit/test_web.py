@@ -104,7 +104,15 @@ def test_document_page_shows_summary_source_bank_versions_and_highlights(filled)
     # the word diff between the two versions
     assert 'id="diff"' in html and "<ins>" in html and "<del>" in html
     assert "ana" in html and "pin" in html  # the audit log
+    assert "has not checked this summary" in html and 'id="answers"' in html
     assert client(filled).get("/doc/nope").status_code == 404
+    # issue 57 item 3: the router's checks and the verified answers, per document
+    filled.store.record_check("docs/lease.md", "Q?", 0.9, "value 1b", "value 9z", False)
+    source = filled.store.get_document("docs/lease.md").text.split(". ")[5] + "."
+    filled.store.put_answer("docs/lease.md", "What is item 5?", "value 5f", source, "miss")
+    html = page(client(filled), "/doc/docs%2Flease.md")
+    assert "checked this summary's answers against the source chunks 1 times; 1 disagreed" in html
+    assert "What is item 5?" in html and "value 5f" in html
 
 
 def test_bank_marks_questions_pass_or_fail_for_the_current_version(filled):
