@@ -156,8 +156,9 @@ async def run_stream(
 ) -> dict[str, Any]:
     """Build the stream, run each row over it (see the module docstring), write the asks
     to ``OUT.stream.jsonl`` and each row's records to ``OUT.stream-rows.jsonl``; returns
-    the rows' figures (:func:`stream_table` prints them). ``make_index(dir)`` builds an
-    index of ``everything`` from ``summaries`` in ``dir`` (fresh for each product row)."""
+    the rows' figures (:func:`stream_table` prints them). ``make_index(dir)`` builds (or
+    resumes) an index of ``everything`` from ``summaries`` in ``dir``: once for the
+    collection (kept beside ``out``), copied fresh for the product's row."""
     recorded = RecordedModel(llm, model_name, _path(options.calls, out, ".calls.jsonl"))
     book = RewordingBook(_path(options.rewordings, out, ".rewordings.jsonl"))
     stream = await _make_stream(recorded, docs, book, options)
@@ -167,7 +168,10 @@ async def run_stream(
         append_jsonl(asks_path, stream_record(ask))
     answers = AnswerCache(recorded, model_name, answer_cache)
     rows: dict[str, list[dict[str, Any]]] = {}
-    base = make_index(_fresh(out, "base"))
+    # one index of the collection, built once and kept (the chunk rows only read it); the
+    # product's starts each run as a fresh copy of it (its state is what the stream made)
+    base_path = out.with_suffix(out.suffix + ".stream-index-base")
+    base = make_index(base_path)
     k = retrieval.k
     # rag always: the caches' misses are its calls, and wrong serves are judged against it
     for method in ["rag", *(m for m in methods if m == "rag-ordered")]:
@@ -176,7 +180,9 @@ async def run_stream(
         )
     rows |= _cache_rows(stream, rows["rag"], base)
     if "fallback" in methods:
-        index = make_index(_fresh(out, "fallback"))
+        fresh = _fresh(out, "fallback")
+        shutil.copytree(base_path, fresh)
+        index = make_index(fresh)
         rows["fallback"], refines = await _product_row(
             index, stream, recorded, answers, config, retrieval, options, tick=on_ask
         )
