@@ -78,10 +78,12 @@ DEFAULT_SCORE_HIT_CONTEXT: HitContext = "best+chunk"
 # entry's own bar rises above any nearby verified question whose answer differs. Chosen on
 # the development sets' pairs (benchmarks/answer_bar.py; BENCHMARKS.md, "Recurring traffic").
 DEFAULT_ANSWER_SIMILARITY = 0.98
-# Below that bar and from this similarity on, a reworded question is checked against the
-# entry's source sentence (one short grounded call reading that sentence alone): the same
-# answer serves it (and keeps it as an entry of its own), another raises the entry's bar
-# above that similarity and the question goes the usual way.
+# Below that bar and from this similarity on, a reworded question goes the usual way (the
+# router, the chunks) and the answer it gets from the source teaches the entry: another
+# answer raises the entry's bar above that similarity. (Checking it against the entry's
+# source sentence alone, one short call, served wrong answers: the 1.5B model reading only
+# that sentence gives the entry's answer to whatever is asked; BENCHMARKS.md, "Recurring
+# traffic".)
 ANSWER_CHECK_SIMILARITY = 0.90
 
 # A calibrated threshold (CoSIndex.calibrate_threshold) is this quantile of the known

@@ -135,8 +135,8 @@ AnswerSimilarityOpt = Annotated[
         min=0.0,
         max=1.0,
         help="A question this close (cosine) to a verified answer's question is served it "
-        "with no model call; closer than 0.90, it is checked against the answer's source "
-        "sentence first (default: the rule's, 0.98).",
+        "with no model call (default: the rule's, 0.98); from 0.90 on, the answer the "
+        "question gets from the source raises the entry's bar when it differs.",
         show_default=False,
         rich_help_panel=HIT_RULE,
     ),

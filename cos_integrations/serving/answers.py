@@ -14,9 +14,9 @@ A reworded question is served the closest entry only, and with no model call onl
 that entry's bar on: the index's default (``HitRule.answer_similarity``), raised above the
 similarity of any other verified question whose answer differs (:meth:`remember` learns it
 from the traffic), and above any reworded question a check found asking something else.
-Closer than ``defaults.ANSWER_CHECK_SIMILARITY`` but under the bar, the retriever checks:
-the model answers the question from the entry's source sentence alone (one short call),
-and the same answer serves it. Two questions on the same passage that share most of their
+From ``defaults.ANSWER_CHECK_SIMILARITY`` on but under the bar, the question goes the
+usual way, and the answer it gets from the source teaches the entry: another answer raises
+its bar above that similarity. Two questions on the same passage that share most of their
 words but ask different things ("What team did Rivera play for?", "What position did
 Rivera play?": 0.99 apart in e5) so do not get each other's answer.
 

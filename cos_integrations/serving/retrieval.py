@@ -164,7 +164,10 @@ class RetrievalResult:
     query missed; ``judge_error`` says why a judge's reply could not be read (a miss).
     ``served`` (``"exact"`` or ``"similar"``): the query was answered by a verified answer
     (entry ``entry_id``) with no model call; its one item is the source sentence the answer
-    was verified on. ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk
+    was verified on; ``near`` (entry id, similarity): a verified question close to the
+    query but under that entry's bar (the query went the usual way; the answer it gets
+    from the source decides whether the bar must rise, :meth:`FallbackRetriever.aremember`).
+    ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk
     vectors) or ``"stored text"`` (no chunk vectors: the candidates' stored full text,
     chunked and ranked on the fly). ``not_in_source``: refinement found every candidate's
     source silent on this query before (the items are still the source chunks; no job is
@@ -198,6 +201,7 @@ class RetrievalResult:
     served: str | None = None
     entry_id: int | None = None
     check: bool = False
+    near: tuple[int, float] | None = None
 
     @property
     def context_tokens(self) -> int:
@@ -237,8 +241,8 @@ def item_metadata(result: RetrievalResult, item: SearchHit, citation: str) -> di
     """An item's metadata as both frameworks return it: its own, its kind and citation,
     and the query's outcome (:data:`RESULT_KEYS`): on a hit the answer already checked
     (``cos_answer``: the judge's grounded answer, or a verified answer's, with
-    ``cos_quote``, the words it was read from; ``cos_served``: ``"exact"``, ``"similar"``
-    or ``"checked"`` when a verified answer served it with no judge call; ``cos_checks``:
+    ``cos_quote``, the words it was read from; ``cos_served``: ``"exact"`` or ``"similar"``
+    when a verified answer served it with no model call; ``cos_checks``:
     the checks it passed, comma-separated), so a chain answers a hit with no second model
     call; on a miss ``cos_hit=False``, why (``cos_reason``) and the refine job it queued
     (``cos_job_id``); a check (the router's: a miss whose summary answer is compared with
@@ -515,13 +519,32 @@ class FallbackRetriever:
         rule = self.rule
         model = llm or self.llm
         embedding, near, candidates = await offload(self._search, query, k, rule)
-        spent = Usage()
+        near_entry = None
         if near is not None:
-            served = await self._served(query, *near, model, rule, spent, embedding)
-            if served is not None:
-                return served
+            entry, score, how = near
+            if how == "exact" or self.verified.serves(entry, query, score, self._bar()):
+                return await self._serve(query, entry, score, how)
+            if self.verified.same_numbers(entry, query):
+                near_entry = (entry.id, score)
+        result = await self._decide(query, k, rule, model, embedding, candidates)
+        # a close verified question not close enough to serve: the answer this question
+        # gets from the source tells whether the entry's bar must rise (aremember)
+        result.near = near_entry
+        return result
+
+    async def _decide(
+        self,
+        query: str,
+        k: int,
+        rule: HitRule,
+        model: ChatModel | None,
+        embedding: list[float],
+        candidates: list[SearchHit],
+    ) -> RetrievalResult:
+        """The summary path and the chunks: route, decide, answer from the hit context or
+        fall back to the source chunks."""
         if not candidates:
-            return RetrievalResult(query, False, [], "empty index", usage=spent)
+            return RetrievalResult(query, False, [], "empty index")
         decision = await self._route(query, candidates, embedding, k, rule)
         mode = await self._mode(query, decision, rule)
         if not decision.reason:
@@ -529,7 +552,6 @@ class FallbackRetriever:
             await self._build_context(query, decision, relevant, embedding, rule, k)
         if decision.context:
             await self._judge(query, decision, model, rule)
-        decision.usage.add(spent)
         if decision.hit and mode != "check":
             return await self._hit(query, candidates, decision, rule, embedding)
         if decision.hit:
@@ -573,47 +595,6 @@ class FallbackRetriever:
             found = self.verified.nearest(embedding, ANSWER_CHECK_SIMILARITY)
             near = (*found, "similar") if found is not None else None
         return embedding, near, self.index.search_summaries(query, k, embedding=embedding)
-
-    async def _served(
-        self,
-        query: str,
-        entry: AnswerEntry,
-        score: float,
-        how: str,
-        model: ChatModel | None,
-        rule: HitRule,
-        spent: Usage,
-        embedding: list[float],
-    ) -> RetrievalResult | None:
-        """A verified answer for ``query``: an exact repeat's, or a close question's from
-        the entry's bar on, served with no call; closer than the check's floor but under the
-        bar, served when the model, reading the entry's source sentence alone, gives the
-        same answer (one call, added to ``spent``; the question is then kept as an entry of
-        its own), else the entry's bar rises above ``score`` and ``None`` (the usual way)."""
-        bar = rule.answer_similarity if rule.answer_similarity is not None else 1.0
-        if how == "exact" or self.verified.serves(entry, query, score, bar):
-            return await self._serve(query, entry, score, how)
-        if model is None or rule.judge != "llm" or not self.verified.same_numbers(entry, query):
-            return None
-        doc = await offload(self.index.store.get_document, entry.doc_id)
-        item = entry_item(entry, score, how, source=doc.source if doc else "", title="")
-        reply, usage = await ask_grounded(model, query, [item])
-        spent.add(usage)
-        if answers_agree(reply.answer, [entry.answer]) and is_grounded(reply.answer, entry.quote):
-            await self._keep(
-                query, entry.answer, "check", entry.doc_id, entry.quote, embedding=embedding
-            )
-            served = await self._serve(query, entry, score, "checked")
-            served.usage = spent
-            return served
-        log.info(
-            "%r asks something else than %r (%r): its bar rises",
-            query,
-            entry.question,
-            reply.answer,
-        )
-        await offload(self.index.store.raise_bar, entry.id, min(score + NEIGHBOUR_MARGIN, 1.0))
-        return None
 
     async def _serve(
         self, query: str, entry: AnswerEntry, score: float, how: str
@@ -662,6 +643,8 @@ class FallbackRetriever:
         the items, or the layer is off)."""
         if result.check:
             await self._record_check(result, answer)
+        if result.near is not None and not result.hit and not said_nothing(answer):
+            await self._learn_bar(result, answer)
         if not self.answers or result.hit or said_nothing(answer):
             return None
         found = best_source(answer, result.query, [(h.doc_id, h.text) for h in result.items])
@@ -669,6 +652,19 @@ class FallbackRetriever:
             return None
         doc_id, sentence = found
         return await self._keep(result.query, answer, "miss", doc_id, sentence)
+
+    async def _learn_bar(self, result: RetrievalResult, answer: str | None) -> None:
+        """A question close to an entry, answered from the source: when its answer differs
+        from the entry's, the entry asks something else at that similarity, and its bar
+        rises above it (once)."""
+        entry_id, score = result.near or (0, 0.0)
+        result.near = None
+        found = await offload(self.index.store.answers_by_id, [entry_id])
+        entry = found.get(entry_id)
+        if entry is None or answers_agree(answer or "", [entry.answer]):
+            return
+        log.info("%r asks something else than %r: its bar rises", result.query, entry.question)
+        await offload(self.index.store.raise_bar, entry_id, min(score + NEIGHBOUR_MARGIN, 1.0))
 
     async def _record_check(self, result: RetrievalResult, answer: str | None) -> None:
         """A check's outcome: the judge's hit against the chunks' ``answer`` (once)."""

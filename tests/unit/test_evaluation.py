@@ -616,8 +616,8 @@ def test_tiered_refine_from_traffic_deepens_and_asks_the_traffic_again(tmp_path,
         return
     para = fb["paraphrase"]
     # the paraphrases were model-written (the fake's) and asked through the retriever
-    # (a paraphrase close to its question's verified answer is served it, checked against
-    # the answer's source sentence where it is not close enough to be served unchecked)
+    # (a paraphrase close enough to its question's verified answer is served it, else it
+    # goes the usual way)
     rows = [
         r for rec in read_jsonl(tmp_path / "r.json.docs.jsonl") for r in rec.get("paraphrases", [])
     ]
