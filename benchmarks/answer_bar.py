@@ -10,7 +10,7 @@ development file (its first 40 documents, 24 questions each) whose gold answers 
 word, the case a semantic cache serves wrong. Both pairs' similarity as the retriever
 computes it (query vectors), and the numbers rule (``VerifiedAnswers.same_numbers``). For
 each bar: the rewordings served with no call (at or over it, the same numbers), those
-checked against the entry's source sentence (from ``ANSWER_CHECK_SIMILARITY`` to the bar,
+that go the usual way and teach the entry (from ``ANSWER_CHECK_SIMILARITY`` to the bar,
 the same numbers), and the share of questions that have a near-duplicate with another
 answer served with no call at that bar (a wrong serve, were that near-duplicate an entry).
 """
@@ -80,7 +80,7 @@ def main() -> None:
         [
             "text",
             "bar",
-            "rewordings served free / checked / not served",
+            "rewordings served free / teaching / not near",
             "questions with a near-duplicate (other answer) served free",
         ]
     )

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["append_jsonl", "existing", "lines", "pack", "read_jsonl", "unpack"]
+__all__ = ["append_jsonl", "existing", "lines", "pack", "read_jsonl", "remove", "unpack"]
 
 
 def _archive(path: Path) -> Path:
@@ -85,6 +85,13 @@ def unpack(path: str | Path) -> Path:
         with gzip.open(archive, "rb") as src, path.open("wb") as dst:
             shutil.copyfileobj(src, dst)
     return path
+
+
+def remove(path: str | Path) -> None:
+    """Remove ``path``'s records, plain and packed: a file rewritten from the start."""
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    _archive(path).unlink(missing_ok=True)
 
 
 def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:

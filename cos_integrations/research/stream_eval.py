@@ -47,7 +47,7 @@ from cos_integrations.metrics import squad_f1
 from cos_integrations.model import ChatModel, ChatResult
 from cos_integrations.research.answer_cache import AnswerCache
 from cos_integrations.research.datasets import EvalDoc
-from cos_integrations.research.jsonl import append_jsonl
+from cos_integrations.research.jsonl import append_jsonl, remove
 from cos_integrations.research.peers import CallRecord
 from cos_integrations.research.streams import (
     ASK_KINDS,
@@ -163,7 +163,7 @@ async def run_stream(
     book = RewordingBook(_path(options.rewordings, out, ".rewordings.jsonl"))
     stream = await _make_stream(recorded, docs, book, options)
     asks_path = out.with_suffix(out.suffix + ".stream.jsonl")
-    asks_path.unlink(missing_ok=True)
+    remove(asks_path)
     for ask in stream:
         append_jsonl(asks_path, stream_record(ask))
     answers = AnswerCache(recorded, model_name, answer_cache)
@@ -189,7 +189,7 @@ async def run_stream(
     else:
         refines = []
     rows_path = out.with_suffix(out.suffix + ".stream-rows.jsonl")
-    rows_path.unlink(missing_ok=True)
+    remove(rows_path)
     for name, recs in rows.items():
         append_jsonl(rows_path, {"method": name, "asks": recs})
     reference = {r["position"]: r for r in rows["rag"]}

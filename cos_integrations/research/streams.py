@@ -103,7 +103,7 @@ class RewordingBook:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.book: dict[str, list[str]] = {}
-        for row in read_jsonl(path) if path and path.exists() else []:
+        for row in read_jsonl(path) if path else []:
             self.book[row["question"]] = list(row["rewordings"])
 
     def get(self, question: str) -> list[str] | None:

@@ -163,3 +163,15 @@ def test_cos_eval_stream_runs_every_row_and_each_pays_what_its_path_pays(tmp_pat
     rerun = run(again)["stream"]
     assert again.calls == []
     assert rerun["rows"]["rag"] == rag and rerun["rows"]["fallback"] == product
+    # and so does one after the records were packed (pack_results.py): nothing written
+    # twice, the rewording book read from its archive
+    from cos_integrations.research.jsonl import pack, read_jsonl
+
+    for name in ("stream", "stream-rows", "rewordings", "calls"):
+        pack(tmp_path / f"r.json.{name}.jsonl")
+    packed = ScriptedFakeModel(thesis_facts=2)
+    assert run(packed)["stream"]["rows"]["fallback"] == product and packed.calls == []
+    assert len(read_jsonl(tmp_path / "r.json.stream.jsonl")) == 40
+    methods = {r["method"] for r in read_jsonl(tmp_path / "r.json.stream-rows.jsonl")}
+    assert len(read_jsonl(tmp_path / "r.json.stream-rows.jsonl")) == len(methods)
+    assert len(read_jsonl(tmp_path / "r.json.rewordings.jsonl")) == len(rewordings)
