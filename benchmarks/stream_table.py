@@ -1,0 +1,43 @@
+"""BENCHMARKS.md's stream tables from `cos eval --stream` runs (benchmarks/stream_sets.sh).
+No model call.
+
+    python benchmarks/stream_table.py benchmarks/results/stream-squad.json [...]
+
+For each run: its rows as `cos eval` prints them (F1 over the stream and by kind of ask,
+prompt tokens with refinement included and their share of rag's, calls, the share answered
+with no call, wrong serves), as a Markdown table, and the product's asks paired with rag's
+(better / worse by F1) from the run's ``OUT.stream-rows.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from cos_integrations.research.jsonl import read_jsonl
+from cos_integrations.research.stream_eval import STREAM_COLUMNS, stream_table
+
+
+def main(paths: list[str]) -> None:
+    for path in paths:
+        result = json.loads(Path(path).read_text())
+        stream = result["stream"]
+        print(
+            f"\n{path}: {stream['asks']} asks over {stream['documents']} documents, "
+            f"{stream['kinds']}; refinement {stream.get('refine')}\n"
+        )
+        print("| " + " | ".join(STREAM_COLUMNS) + " |")
+        print("|" + "---|" * len(STREAM_COLUMNS))
+        for row in stream_table(stream):
+            print("| " + " | ".join(row) + " |")
+        rows = {r["method"]: r["asks"] for r in read_jsonl(path + ".stream-rows.jsonl")}
+        if "fallback" in rows and "rag" in rows:
+            pairs = list(zip(rows["fallback"], rows["rag"], strict=True))
+            better = sum(a["f1"] > b["f1"] + 1e-9 for a, b in pairs)
+            worse = sum(a["f1"] < b["f1"] - 1e-9 for a, b in pairs)
+            print(f"\nfallback against rag, ask by ask: {better} better / {worse} worse")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
