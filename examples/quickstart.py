@@ -5,7 +5,9 @@
 2. ask a question: the summary path is checked against the source chunks (a new index
    trusts its summaries only once checks show they agree with the source), the chunks'
    answer is returned and kept as a verified answer;
-3. ask it again, and in other words: served the verified answer, with no model call;
+3. ask it again: served the verified answer, with no model call; and in other words: a
+   rewording closer than the bar (0.98) is served it too, one further away goes the usual
+   way and teaches the entry;
 4. ask a question the summaries do not cover (a miss: answered from the full text, a
    refine job queued), run the refine queue, ask it again;
 5. print how each ask was answered and the document's version history.
