@@ -113,13 +113,18 @@ def read_racing_writes(read: Callable[..., T], *args: Any, attempts: int = 4, **
     """``read(*args, **kwargs)`` on a Chroma collection, asked again (up to ``attempts``
     times, 50 ms apart) when it raced a publish: a Chroma server that deletes a vector
     between a query's index search and its record fetch answers "Error finding id"
-    (seen under the concurrent-query test, queries while versions are published). Any
-    other error is raised at once."""
+    (seen under the concurrent-query test, queries while versions are published), and one
+    queried while another process's first writes to a collection are not yet on disk
+    answers "Error creating hnsw segment reader: Nothing found on disk" (chroma-core/chroma
+    #4212; seen with four refine workers keeping verified answers). Any other error is
+    raised at once."""
     for attempt in range(attempts):
         try:
             return read(*args, **kwargs)
         except Exception as exc:  # chromadb.errors.InternalError, by message
-            if "error finding id" not in str(exc).lower() or attempt == attempts - 1:
+            message = str(exc).lower()
+            racing = "error finding id" in message or "nothing found on disk" in message
+            if not racing or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")  # pragma: no cover
