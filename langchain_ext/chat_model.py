@@ -52,7 +52,9 @@ class CoreChatModel:
         json_schema: dict | None = None,
     ) -> ChatResult:
         kwargs: dict[str, Any] = {}
-        if max_tokens is not None and "max_tokens" in getattr(type(self.llm), "model_fields", {}):
+        if isinstance(self.llm, CoSChatModel):  # the core model behind it takes both as is
+            kwargs = {"max_tokens": max_tokens, "json_schema": json_schema}
+        elif max_tokens is not None and "max_tokens" in getattr(type(self.llm), "model_fields", {}):
             kwargs["max_tokens"] = max_tokens
         reply = await self.llm.ainvoke(_to_lc(messages), config=self.config, **kwargs)
         text = reply.content if isinstance(reply.content, str) else str(reply.content)
@@ -109,16 +111,27 @@ class CoSChatModel(BaseChatModel):
             "output_tokens": res.usage.completion_tokens,
             "total_tokens": res.usage.prompt_tokens + res.usage.completion_tokens,
         }
-        msg = AIMessage(content=res.text, usage_metadata=usage)
+        # the model's name as providers' chat models give it: LangChain's usage callback
+        # (UsageMetadataCallbackHandler) counts a reply only under a model name
+        name = getattr(self.model, "model", None) or getattr(self.model, "name", None)
+        meta = {"model_name": str(name or self._llm_type)}
+        msg = AIMessage(content=res.text, usage_metadata=usage, response_metadata=meta)
         return LCResult(generations=[ChatGeneration(message=msg)])
+
+    def _call(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The core call's limits: ``max_tokens`` and ``json_schema`` given to ``invoke``
+        (the retriever's judge asks for its structured reply through them) reach the core
+        model; ``max_tokens`` defaults to the field."""
+        return {
+            "max_tokens": kwargs.get("max_tokens") or self.max_tokens,
+            "json_schema": kwargs.get("json_schema"),
+        }
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         from cos_integrations.sync import run_sync
 
-        res = run_sync(self.model.chat(self._messages(messages), max_tokens=self.max_tokens))
+        res = run_sync(self.model.chat(self._messages(messages), **self._call(kwargs)))
         return self._result(res)
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
-        return self._result(
-            await self.model.chat(self._messages(messages), max_tokens=self.max_tokens)
-        )
+        return self._result(await self.model.chat(self._messages(messages), **self._call(kwargs)))

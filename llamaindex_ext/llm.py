@@ -16,6 +16,7 @@ from llama_index.core.base.llms.types import (
     MessageRole,
 )
 from llama_index.core.llms import LLM, CustomLLM
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from pydantic import PrivateAttr
 
 from cos_integrations.model import ChatModel, ChatResult
@@ -76,7 +77,10 @@ class CoreChatModel:
             ChatMessage(role=_ROLES.get(m["role"], MessageRole.USER), content=m["content"])
             for m in messages
         ]
-        resp = await self.llm.achat(msgs)
+        kwargs: dict[str, Any] = {}
+        if isinstance(self.llm, CoSChatLLM):  # the core model behind it takes both as is
+            kwargs = {"max_tokens": max_tokens, "json_schema": json_schema}
+        resp = await self.llm.achat(msgs, **kwargs)
         return ChatResult(text=resp.message.content or "", usage=_usage_of(resp.raw))
 
 
@@ -126,27 +130,38 @@ class CoSChatLLM(CustomLLM):
             model_name=name,
         )
 
-    async def _ask(self, messages: Sequence[ChatMessage]) -> ChatResponse:
+    async def _ask(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         msgs = [{"role": m.role.value, "content": m.content or ""} for m in messages]
-        res = await self._model.chat(msgs, max_tokens=self.num_output)
+        res = await self._model.chat(
+            msgs,
+            max_tokens=kwargs.get("max_tokens") or self.num_output,
+            json_schema=kwargs.get("json_schema"),
+        )
         raw = {"usage": res.usage.model_dump()}
         message = ChatMessage(role=MessageRole.ASSISTANT, content=res.text)
         return ChatResponse(message=message, raw=raw)
 
+    # the callback decorators report each call to the LLM's callback manager (LlamaIndex's
+    # TokenCountingHandler reads its usage from ``raw``); ``max_tokens`` and ``json_schema``
+    # reach the core model (the retriever's judge asks for its structured reply through them)
+    @llm_chat_callback()
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return run_sync(self._ask(messages))
+        return run_sync(self._ask(messages, **kwargs))
 
+    @llm_chat_callback()
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return await self._ask(messages)
+        return await self._ask(messages, **kwargs)
 
+    @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        res = self.chat([ChatMessage(role=MessageRole.USER, content=prompt)])
+        res = run_sync(self._ask([ChatMessage(role=MessageRole.USER, content=prompt)], **kwargs))
         return CompletionResponse(text=res.message.content or "", raw=res.raw)
 
+    @llm_completion_callback()
     async def acomplete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponse:
-        res = await self.achat([ChatMessage(role=MessageRole.USER, content=prompt)])
+        res = await self._ask([ChatMessage(role=MessageRole.USER, content=prompt)], **kwargs)
         return CompletionResponse(text=res.message.content or "", raw=res.raw)
 
     def stream_complete(

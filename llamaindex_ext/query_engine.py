@@ -75,7 +75,14 @@ class CoSQueryEngine(RetrieverQueryEngine):
         llm = kwargs.get("llm")
         if llm is not None and not isinstance(llm, LLM):
             kwargs["llm"] = CoSChatLLM(llm)
-        return cls.from_args(retriever, **kwargs)  # type: ignore[return-value]
+        engine = cls.from_args(retriever, **kwargs)
+        manager = kwargs.get("callback_manager")
+        if manager is not None and kwargs.get("response_synthesizer") is None:
+            # from_args builds the synthesizer on Settings.callback_manager, and the
+            # synthesizer gives its manager to the LLM: the caller's handlers (a
+            # TokenCountingHandler) would not see the miss's call
+            engine._response_synthesizer.callback_manager = manager
+        return engine  # type: ignore[return-value]
 
     @property
     def cos_retriever(self) -> CoSFallbackRetriever:

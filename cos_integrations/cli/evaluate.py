@@ -65,9 +65,11 @@ MethodsOpt = Annotated[
     typer.Option(
         help="Comma-separated methods (default: the product beside plain chunk RAG, in "
         "rank and in document order). Retrieval: fallback, rag, rag-focused, rag-ordered, "
-        "rag-contextual, right-doc; peers (the 'peers' extra): doc-summary, raptor, "
-        "multi-vector, parent-doc; summary methods: cos, zero-shot, density, content, "
-        "reference, ...",
+        "rag-contextual, right-doc; on a --stream, fallback+llamaindex and "
+        "fallback+langchain (the product through CoSQueryEngine / create_cos_qa_chain, "
+        "tokens counted by the frameworks' callbacks); peers (the 'peers' extra): "
+        "doc-summary, raptor, multi-vector, parent-doc; summary methods: cos, zero-shot, "
+        "density, content, reference, ...",
         rich_help_panel=DATA,
     ),
 ]
@@ -551,7 +553,11 @@ def _print_result(result: dict) -> None:
     """The stream's table; or the summary methods' table, the retrieval table and the
     hit-context ablation."""
     if result.get("stream"):
-        from cos_integrations.research.stream_eval import STREAM_COLUMNS, stream_table
+        from cos_integrations.research.stream_eval import (
+            STREAM_COLUMNS,
+            framework_lines,
+            stream_table,
+        )
 
         got = result["stream"]
         title = (
@@ -568,6 +574,8 @@ def _print_result(result: dict) -> None:
                 f"fallback's refine jobs: {refine['jobs']} ({refine['outcomes']}), "
                 f"{refine['prompt_tokens']:,} prompt tokens (in its row)"
             )
+        for line in framework_lines(got.get("frameworks") or {}):
+            console.print(line)
         return
     from cos_integrations.research.evaluation import (
         ABLATION_COLUMNS,

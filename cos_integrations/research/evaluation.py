@@ -246,6 +246,12 @@ def _plan(
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+    framework = [m for m in methods if "+" in m and m in RETRIEVAL_METHODS]
+    if framework and retrieval.stream is None:
+        raise ValueError(
+            f"{', '.join(framework)} run on a stream of asks (--stream N): a framework row "
+            "is the product's stream through that framework's query engine or chain"
+        )
     peers = [m for m in methods if m in PEERS]
     wanted = [m for m in methods if m in RETRIEVAL_METHODS and m not in PEERS]
     plain = [m for m in methods if m not in RETRIEVAL_METHODS]

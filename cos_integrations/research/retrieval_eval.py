@@ -145,6 +145,9 @@ RETRIEVAL_METHODS = (
     "rag-ordered",
     "rag-contextual",
     "right-doc",
+    # the product through each framework's piece: stream rows only (framework_eval.py)
+    "fallback+llamaindex",
+    "fallback+langchain",
     *PEERS,
 )
 

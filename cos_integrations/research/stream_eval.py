@@ -47,6 +47,11 @@ from cos_integrations.metrics import squad_f1
 from cos_integrations.model import ChatModel, ChatResult
 from cos_integrations.research.answer_cache import AnswerCache
 from cos_integrations.research.datasets import EvalDoc
+from cos_integrations.research.framework_eval import (
+    FRAMEWORK_ROWS,
+    compare_rows,
+    framework_asker,
+)
 from cos_integrations.research.jsonl import append_jsonl, remove
 from cos_integrations.research.peers import CallRecord
 from cos_integrations.research.streams import (
@@ -68,6 +73,7 @@ __all__ = [
     "stream_table",
     "plot_stream",
     "SEMANTIC_BARS",
+    "framework_lines",
 ]
 
 log = logging.getLogger(__name__)
@@ -179,15 +185,20 @@ async def run_stream(
             base, stream, answers, k, ordered=method == "rag-ordered", tick=on_ask
         )
     rows |= _cache_rows(stream, rows["rag"], base)
-    if "fallback" in methods:
-        fresh = _fresh(out, "fallback")
+    refines: dict[str, list[dict[str, Any]]] = {}
+    # the product: the core's retriever, then each framework's piece over it (a fresh copy
+    # of the same index each, the same refine passes)
+    for name in [m for m in ("fallback", *FRAMEWORK_ROWS) if m in methods]:
+        fresh = _fresh(out, name.replace("+", "-"))
         shutil.copytree(base_path, fresh)
         index = make_index(fresh)
-        rows["fallback"], refines = await _product_row(
-            index, stream, recorded, answers, config, retrieval, options, tick=on_ask
+        if name == "fallback":
+            asker = _core_asker(index, recorded, answers, retrieval, stream)
+        else:
+            asker = framework_asker(name, index, recorded, retrieval)
+        rows[name], refines[name] = await _product_row(
+            name, index, stream, asker, recorded, config, retrieval, options, tick=on_ask
         )
-    else:
-        refines = []
     rows_path = out.with_suffix(out.suffix + ".stream-rows.jsonl")
     remove(rows_path)
     for name, recs in rows.items():
@@ -200,8 +211,15 @@ async def run_stream(
         "questioned": len(docs),
         "options": options.model_dump(mode="json"),
         "rows": {name: summarise_row(recs, reference) for name, recs in rows.items()},
-        "refine": _refine_summary(refines),
+        "refine": _refine_summary(refines.get("fallback", [])),
+        "refines": {name: _refine_summary(r) for name, r in refines.items()},
     }
+    if "fallback" in rows:
+        result["frameworks"] = {
+            name: compare_rows(rows["fallback"], rows[name])
+            for name in rows
+            if name in FRAMEWORK_ROWS
+        }
     return result
 
 
@@ -326,23 +344,10 @@ class _CachedEmbeddings:
         return [self.embed_query(t) for t in texts]
 
 
-async def _product_row(
-    index: Any,
-    stream: list[Ask],
-    llm: ChatModel,
-    answers: Any,
-    config: Any,
-    retrieval: Any,
-    options: StreamOptions,
-    *,
-    tick: Callable[[str, int, int], None] | None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The product over the stream: each ask through the retriever (a miss answered from
-    its chunks with the shared answer call and kept when the source bears it out), a
-    refine pass every ``refine_every`` asks; the refine passes' outcomes and usage."""
-    from cos_integrations.serving.refine import Refiner
+def _core_asker(index: Any, llm: ChatModel, answers: Any, retrieval: Any, stream: list[Ask]):
+    """The core's ask (``fallback``): the retriever, a miss answered from its chunks with
+    the shared answer call and kept when the source bears it out."""
     from cos_integrations.serving.retrieval import FallbackRetriever
-    from cos_integrations.summarize.engine import ChainOfSummaries
 
     retriever = FallbackRetriever(
         index,
@@ -352,6 +357,40 @@ async def _product_row(
         refine_on_miss="queue",
         max_error=retrieval.max_error,
     )
+    qas = {a.question: a.qa for a in stream}
+
+    async def ask(question: str) -> tuple[str | None, Usage, dict[str, Any]]:
+        res = await retriever.aretrieve(question)
+        usage = Usage().add(res.usage)
+        answer = res.answer
+        if answer is None and res.items:
+            answer, more = await answers(qas[question], res.items)
+            usage.add(more)
+            if not res.hit:
+                await retriever.aremember(res, answer)
+        extra = {"hit": res.hit, "served": res.served, "judged": res.judge_answer is not None}
+        return answer, usage, extra | {"entry": res.entry_id}
+
+    return ask
+
+
+async def _product_row(
+    name: str,
+    index: Any,
+    stream: list[Ask],
+    ask: Callable[[str], Any],
+    llm: ChatModel,
+    config: Any,
+    retrieval: Any,
+    options: StreamOptions,
+    *,
+    tick: Callable[[str, int, int], None] | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The product over the stream (``ask``: the core's, or a framework's), a refine pass
+    every ``refine_every`` asks; the asks' records, the refine passes' outcomes and usage."""
+    from cos_integrations.serving.refine import Refiner
+    from cos_integrations.summarize.engine import ChainOfSummaries
+
     refiner = Refiner(
         index,
         ChainOfSummaries(llm, config),
@@ -360,31 +399,14 @@ async def _product_row(
         min_asks=options.refine_min_asks,
     )
     rows, refines = [], []
-    for ask in stream:
-        res = await retriever.aretrieve(ask.question)
-        usage = Usage().add(res.usage)
-        answer = res.answer
-        if answer is None and res.items:
-            answer, more = await answers(ask.qa, res.items)
-            usage.add(more)
-            if not res.hit:
-                await retriever.aremember(res, answer)
-        rows.append(
-            _row(
-                ask,
-                answer,
-                usage,
-                hit=res.hit,
-                served=res.served,
-                judged=res.judge_answer is not None,
-                entry=res.entry_id,
-            )
-        )
-        if options.refine_every and (ask.position + 1) % options.refine_every == 0:
+    for a in stream:
+        answer, usage, extra = await ask(a.question)
+        rows.append(_row(a, answer, usage, **extra))
+        if options.refine_every and (a.position + 1) % options.refine_every == 0:
             for o in await refiner.arun_once():
                 refines.append(
                     {
-                        "after": ask.position,
+                        "after": a.position,
                         "doc_id": o.doc_id,
                         "query": o.query,
                         "status": o.status,
@@ -393,7 +415,7 @@ async def _product_row(
                     }
                 )
         if tick:
-            tick("fallback", ask.position + 1, len(stream))
+            tick(name, a.position + 1, len(stream))
     return rows, refines
 
 
@@ -454,16 +476,22 @@ def stream_table(result: dict[str, Any]) -> list[list[str]]:
     at its default bar and at its best; each with F1, prompt tokens (and their share of
     rag's), calls, the share answered with no call and wrong serves, over the stream and
     by kind of ask."""
-    rows, refine = result["rows"], result.get("refine") or {}
+    rows = result["rows"]
+    refines = result.get("refines") or {"fallback": result.get("refine") or {}}
     default = f"rag+semantic-cache@{DEFAULT_SEMANTIC_THRESHOLD:.2f}"
     best = best_semantic(rows)
-    names = [n for n in ("fallback", "rag", "rag-ordered", "rag+exact-cache") if n in rows]
+    names = [
+        n
+        for n in ("fallback", *FRAMEWORK_ROWS, "rag", "rag-ordered", "rag+exact-cache")
+        if n in rows
+    ]
     names += [n for n in dict.fromkeys([default, best or ""]) if n in rows]
     rag_tokens = rows["rag"]["prompt_tokens"] if "rag" in rows else None
     out = []
     for name in names:
         r = rows[name]
-        tokens = r["prompt_tokens"] + (refine.get("prompt_tokens", 0) if name == "fallback" else 0)
+        refine = refines.get(name) or {}
+        tokens = r["prompt_tokens"] + refine.get("prompt_tokens", 0)
         share = f" ({tokens / rag_tokens:.0%})" if rag_tokens else ""
         label = name + (" (best)" if name == best and name != default else "")
         kinds = r["by_kind"]
@@ -473,7 +501,7 @@ def stream_table(result: dict[str, Any]) -> list[list[str]]:
                 f"{r['f1']:.3f}",
                 " / ".join(f"{kinds[k]['f1']:.3f}" if kinds[k]["asks"] else "-" for k in ASK_KINDS),
                 f"{tokens:,}{share}",
-                str(r["calls"] + (refine.get("calls", 0) if name == "fallback" else 0)),
+                str(r["calls"] + refine.get("calls", 0)),
                 " / ".join(
                     f"{kinds[k]['no_call']:.0%}" if kinds[k]["asks"] else "-" for k in ASK_KINDS
                 ),
@@ -526,3 +554,25 @@ def plot_stream(result: dict[str, Any], rows_path: Path, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def framework_lines(frameworks: dict[str, dict[str, Any]]) -> list[str]:
+    """What each framework row did beside the core's, by the way an ask went (served, hit,
+    miss): same answers, prompt tokens and calls against the core's
+    (:func:`~cos_integrations.research.framework_eval.compare_rows`)."""
+    out = []
+    for name, c in frameworks.items():
+        parts = []
+        for way in ("served", "hit", "miss"):
+            w = c.get(way) or {}
+            if not w.get("asks"):
+                continue
+            parts.append(
+                f"{way} {w['asks']}: same answer {w['same_answer']}, F1 {w['f1']:.3f} "
+                f"(core {w['core_f1']:.3f}), prompt tokens {w['tokens_diff']:+.1f} an ask "
+                f"(at most {w['max_abs_tokens_diff']}), calls {w['calls']} (core "
+                f"{w['core_calls']})"
+            )
+        parts.append(f"another way than the core: {c['other_way']} of {c['asks']}")
+        out.append(f"{name} beside fallback: " + "; ".join(parts))
+    return out

@@ -107,6 +107,22 @@ def test_parse_mix_and_the_rewording_book(tmp_path):
     assert asyncio.run(book.write(bad, EvalQA(question="Q?", answers=["a"]))) == []
 
 
+def _eval(model, docs, methods, cfg, tmp_path, retrieval, distractors):
+    return asyncio.run(
+        run_eval(
+            model,
+            docs,
+            methods=methods,
+            config=cfg,
+            out=tmp_path / "r.json",
+            model_name="fake",
+            dataset="d",
+            retrieval=retrieval,
+            distractors=distractors,
+        )
+    )
+
+
 def _write(path, docs):
     with path.open("w") as fh:
         for d in docs:
@@ -122,18 +138,8 @@ def test_cos_eval_stream_runs_every_row_and_each_pays_what_its_path_pays(tmp_pat
     cfg = CoSConfig.cos(iterations=0, train_questions=2, val_questions=1)
 
     def run(model):
-        return asyncio.run(
-            run_eval(
-                model,
-                docs,
-                methods=["fallback", "rag", "rag-ordered"],
-                config=cfg,
-                out=tmp_path / "r.json",
-                model_name="fake",
-                dataset="d",
-                retrieval=retrieval,
-                distractors=extra,
-            )
+        return _eval(
+            model, docs, ["fallback", "rag", "rag-ordered"], cfg, tmp_path, retrieval, extra
         )
 
     model = ScriptedFakeModel(thesis_facts=2)
@@ -175,3 +181,48 @@ def test_cos_eval_stream_runs_every_row_and_each_pays_what_its_path_pays(tmp_pat
     methods = {r["method"] for r in read_jsonl(tmp_path / "r.json.stream-rows.jsonl")}
     assert len(read_jsonl(tmp_path / "r.json.stream-rows.jsonl")) == len(methods)
     assert len(read_jsonl(tmp_path / "r.json.rewordings.jsonl")) == len(rewordings)
+
+
+def test_the_product_through_each_framework_pays_what_the_core_pays_counted_by_their_callbacks(
+    tmp_path,
+):
+    """`fallback+llamaindex` / `fallback+langchain`: the stream through CoSQueryEngine and
+    create_cos_qa_chain, usage from LlamaIndex's TokenCountingHandler and LangChain's
+    UsageMetadataCallbackHandler. A served answer costs no call, a hit the judge's alone,
+    with the core's answer and tokens; a miss's calls are seen by the frameworks' counters
+    (before, CoSChatLLM reported no call to LlamaIndex's callbacks, and CoSChatModel's
+    replies had no model name, so LangChain's usage callback dropped them)."""
+    docs = load_dataset(_write(tmp_path / "d.jsonl", _docs(2, 4)))
+    extra = [EvalDoc(doc_id="x0", text=make_document(4, topic="other"))]
+    options = StreamOptions(asks=16, refine_every=0, seed=2)
+    retrieval = RetrievalEvalOptions(summary_method="zero-shot", stream=options)
+    cfg = CoSConfig.cos(iterations=0, train_questions=2, val_questions=1)
+    methods = ["fallback", "fallback+llamaindex", "fallback+langchain", "rag"]
+    model = ScriptedFakeModel(thesis_facts=2)
+    result = _eval(model, docs, methods, cfg, tmp_path, retrieval, extra)["stream"]
+    rows = {r["method"]: r["asks"] for r in _rows(tmp_path / "r.json.stream-rows.jsonl")}
+    core = rows["fallback"]
+    assert any(r.get("served") for r in core) and any(not r.get("served") for r in core)
+    for name in ("fallback+llamaindex", "fallback+langchain"):
+        compared = result["frameworks"][name]
+        assert compared["other_way"] == 0, name
+        served = compared["served"]
+        assert served["asks"] and served["calls"] == 0 and served["same_answer"] == served["asks"]
+        for c, r in zip(core, rows[name], strict=True):
+            if r.get("served"):
+                assert r["calls"] == 0 and r["prompt_tokens"] == 0
+            elif r.get("hit"):  # the judge's call alone, as the core counted it
+                assert r["calls"] == 1 and r["prompt_tokens"] == c["prompt_tokens"]
+                assert r["answer"] == c["answer"]
+            else:  # the framework's own answer call, counted by its callbacks
+                assert r["calls"] >= 1 and r["prompt_tokens"] > 0, json.dumps([name, r, c])
+    assert [t[0] for t in stream_table(result)][:3] == methods[:3]
+    one_question = RetrievalEvalOptions(summary_method="zero-shot")
+    with pytest.raises(ValueError, match="--stream"):
+        _eval(model, docs, ["fallback+langchain"], cfg, tmp_path, one_question, [])
+
+
+def _rows(path):
+    from cos_integrations.research.jsonl import read_jsonl
+
+    return read_jsonl(path)
