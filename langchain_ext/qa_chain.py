@@ -10,6 +10,8 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
+from cos_integrations.summarize.prompts import SHORT_ANSWER_SYSTEM
+
 from .retriever import CoSFallbackRetriever
 
 __all__ = ["create_cos_qa_chain", "QA_PROMPT", "format_docs"]
@@ -18,15 +20,7 @@ __all__ = ["create_cos_qa_chain", "QA_PROMPT", "format_docs"]
 # question last, a short answer asked for (what the verified-answer check can find in the
 # chunks)
 QA_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Answer the question using only the context below, with a short answer (a "
-            "word, a name, a number or a phrase). If the context does not say, reply "
-            '"I don\'t know".\n\n{context}',
-        ),
-        ("human", "{question}"),
-    ]
+    [("system", SHORT_ANSWER_SYSTEM + "\n\n{context}"), ("human", "{question}")]
 )
 
 

@@ -265,16 +265,8 @@ class CoSFallbackRetriever(BaseRetriever):
         (:meth:`FallbackRetriever.aremember`): the next ask of it is served with no model
         call. Returns whether it was kept."""
         items = [_item(d) for d in documents]
-        meta = documents[0].metadata if documents else {}
-        res = RetrievalResult(
-            question,
-            bool(meta.get("cos_hit")),
-            items,
-            "",
-            judge_answer=meta.get("cos_summary_answer"),
-            check=bool(meta.get("cos_check")),
-        )
-        return await self.core.aremember(res, answer) is not None
+        hit = bool(documents[0].metadata.get("cos_hit")) if documents else False
+        return await self.core.aremember_items(question, items, answer, hit=hit) is not None
 
     def close(self) -> None:
         """Stop the background refiner, if one runs (queued jobs stay in the store)."""

@@ -13,14 +13,29 @@ from llama_index.core.base.response.schema import (
     StreamingResponse,
 )
 from llama_index.core.callbacks.schema import CBEventType, EventPayload
-from llama_index.core.llms import LLM
+from llama_index.core.llms import LLM, ChatMessage, MessageRole
+from llama_index.core.prompts import ChatPromptTemplate
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from cos_integrations.summarize.prompts import SHORT_ANSWER_SYSTEM
 
 from .llm import CoSChatLLM
 from .retriever import CoSFallbackRetriever
 
-__all__ = ["CoSQueryEngine"]
+__all__ = ["CoSQueryEngine", "QA_TEMPLATE"]
+
+# A miss's answer prompt (the response synthesizer's ``text_qa_template``): a short answer
+# from the context, LangChain's QA_PROMPT in LlamaIndex's variables. LlamaIndex's default asks
+# for no length: with the embedded 1.5B model it answered in whole sentences, which scored
+# F1 0.41 against the short answer's 0.65 on the SQuAD stream and were then kept and served
+# as verified answers (BENCHMARKS.md, "What a framework user pays")
+QA_TEMPLATE = ChatPromptTemplate(
+    message_templates=[
+        ChatMessage(role=MessageRole.SYSTEM, content=SHORT_ANSWER_SYSTEM + "\n\n{context_str}"),
+        ChatMessage(role=MessageRole.USER, content="{query_str}"),
+    ]
+)
 
 
 def _checked(nodes: list[NodeWithScore]) -> str | None:
@@ -36,7 +51,9 @@ class CoSQueryEngine(RetrieverQueryEngine):
     (the model judge's, or a verified answer's served with no call), with the hit's nodes
     as ``source_nodes`` and no further model call; on a miss, the response synthesizer
     answers from the source chunks (the user's ``llm``, one call in the default ``compact``
-    mode), and a short answer the chunks hold is kept as a verified answer for the next ask.
+    mode, asked for a short answer: :data:`QA_TEMPLATE`, unless ``text_qa_template=`` is
+    given), and a short answer the chunks hold is kept as a verified answer for the next
+    ask; a router's check made on the way learns from that answer.
     The response's ``metadata`` says which (``cos_hit``, ``cos_served``, ``cos_job_id``).
 
     Setup:
@@ -75,6 +92,7 @@ class CoSQueryEngine(RetrieverQueryEngine):
         llm = kwargs.get("llm")
         if llm is not None and not isinstance(llm, LLM):
             kwargs["llm"] = CoSChatLLM(llm)
+        kwargs.setdefault("text_qa_template", QA_TEMPLATE)
         engine = cls.from_args(retriever, **kwargs)
         manager = kwargs.get("callback_manager")
         if manager is not None and kwargs.get("response_synthesizer") is None:

@@ -329,10 +329,8 @@ class CoSFallbackRetriever(BaseRetriever):
         (:meth:`FallbackRetriever.aremember`): the next ask of it is served with no model
         call. Returns whether it was kept."""
         items = [_item(n) for n in nodes]
-        res = RetrievalResult(
-            query, any(bool(n.node.metadata.get("cos_hit")) for n in nodes), items, ""
-        )
-        return await self.core.aremember(res, answer) is not None
+        hit = any(bool(n.node.metadata.get("cos_hit")) for n in nodes)
+        return await self.core.aremember_items(query, items, answer, hit=hit) is not None
 
     def close(self) -> None:
         """Stop the background refiner, if any (queued jobs stay in the store)."""

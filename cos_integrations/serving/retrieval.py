@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -106,6 +107,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RefineMode = Literal["queue", "background", "off"]
+# results held for the caller's answer (FallbackRetriever.aremember_items), at most
+AWAITING_LIMIT = 1024
 
 
 @dataclass(frozen=True)
@@ -476,6 +479,9 @@ class FallbackRetriever:
         self._background: BackgroundRefiner | None = None
         self._rule: HitRule | None = None
         self.rule = rule
+        # results whose answer teaches the retriever (a check, a rewording near an entry),
+        # by query, until the caller's answer comes back (aremember_items); bounded
+        self._awaiting: OrderedDict[str, RetrievalResult] = OrderedDict()
 
     @property
     def rule(self) -> HitRule:
@@ -530,7 +536,34 @@ class FallbackRetriever:
         # a close verified question not close enough to serve: the answer this question
         # gets from the source tells whether the entry's bar must rise (aremember)
         result.near = near_entry
+        if result.check or near_entry is not None:
+            self._awaiting[query] = result
+            self._awaiting.move_to_end(query)
+            while len(self._awaiting) > AWAITING_LIMIT:
+                self._awaiting.popitem(last=False)
         return result
+
+    async def aremember_items(
+        self, query: str, items: list[SearchHit], answer: str | None, *, hit: bool = False
+    ) -> AnswerEntry | None:
+        """:meth:`aremember` for a caller that kept only the query and the items it was
+        given (a framework's documents or nodes): with the retrieval's own result when this
+        retriever still holds it (a router's check, a rewording near a verified answer:
+        what the answer teaches), else one made from ``items`` (``hit``: whether they were
+        a hit).
+
+        Examples:
+            >>> res = await retriever.aretrieve("When is rent due?")      # doctest: +SKIP
+            >>> await retriever.aremember_items(res.query, res.items, "the 1st")  # doctest: +SKIP
+        """
+        result = self._awaiting.pop(query, None)
+        if result is None:  # what the items' metadata says of a check (item_metadata)
+            meta = items[0].metadata if items else {}
+            check, summary_answer = bool(meta.get("cos_check")), meta.get("cos_summary_answer")
+            result = RetrievalResult(
+                query, hit, items, "", judge_answer=summary_answer, check=check
+            )
+        return await self.aremember(result, answer)
 
     async def _decide(
         self,

@@ -430,3 +430,20 @@ async def test_cos_query_engine_answers_a_hit_with_no_second_call(retriever, set
     assert [t async for t in astream.async_response_gen()] == ["value 1b"]
     with pytest.raises(TypeError, match="CoSFallbackRetriever"):
         CoSQueryEngine(VectorStoreIndex([], embed_model=llamaindex_hash_embedding()).as_retriever())
+
+
+async def test_a_router_check_through_the_query_engine_is_recorded(retriever, setup):
+    """A check (the router's: the summary path's answer compared with the chunks') made
+    through CoSQueryEngine teaches the router: the synthesizer's answer comes back to the
+    retriever's own result. Before, the engine's answer came back without the check, so a
+    framework user's router never learned and checked every such question with a judge
+    call (131 extra calls on the SQuAD stream)."""
+    from cos_integrations.serving.router import Router
+    from llamaindex_ext import CoSQueryEngine
+
+    path, collection, fake, *_ = setup
+    retriever.core.router = Router(0.02)  # a new index: every summary-path question checked
+    engine = CoSQueryEngine.from_defaults(retriever, llm=llamaindex_fake(fake))
+    response = await engine.aquery("What is the garden item 1?")
+    assert response.metadata["cos_hit"] is False  # a check answers from the chunks
+    assert retriever.index.store.check_counts() == (1, 0)
