@@ -6,7 +6,8 @@ No model call.
 For each run: its rows as `cos eval` prints them (F1 over the stream and by kind of ask,
 prompt tokens with refinement included and their share of rag's, calls, the share answered
 with no call, wrong serves), as a Markdown table, and the product's asks paired with rag's
-(better / worse by F1) from the run's ``OUT.stream-rows.jsonl``.
+(better / worse by F1) from the run's ``OUT.stream-rows.jsonl``; each framework row beside
+the product's, by the way an ask went (``fallback+llamaindex``, ``fallback+langchain``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 from cos_integrations.research.jsonl import read_jsonl
-from cos_integrations.research.stream_eval import STREAM_COLUMNS, stream_table
+from cos_integrations.research.stream_eval import STREAM_COLUMNS, framework_lines, stream_table
 
 
 def main(paths: list[str]) -> None:
@@ -37,6 +38,8 @@ def main(paths: list[str]) -> None:
             better = sum(a["f1"] > b["f1"] + 1e-9 for a, b in pairs)
             worse = sum(a["f1"] < b["f1"] - 1e-9 for a, b in pairs)
             print(f"\nfallback against rag, ask by ask: {better} better / {worse} worse")
+        for line in framework_lines(stream.get("frameworks") or {}):
+            print(f"\n{line}")
 
 
 if __name__ == "__main__":
