@@ -725,3 +725,27 @@ def test_the_router_learns_from_checks_where_summaries_may_answer(filled):
     assert retriever(index, model, max_error=None).retrieve(q).hit
     with pytest.raises(ValueError, match="max_error"):
         FallbackRetriever(index, max_error=1.5)
+
+
+def test_an_answer_given_back_with_the_items_alone_teaches_as_the_result_would(
+    filled, monkeypatch
+):
+    """What a framework's chain or query engine gives back (the query, the items it was
+    given, its answer) teaches the retriever as the result itself would: the retrieval's
+    own result is held until the answer comes (aremember_items), so a rewording near a
+    verified answer raises its bar when the answers differ (before, the frameworks rebuilt
+    a result from the items without it)."""
+    index, _, model = filled
+    monkeypatch.setattr(retrieval, "ANSWER_CHECK_SIMILARITY", 0.5)  # hashing embedder's scale
+    rule = UNREACHABLE.model_copy(update={"answer_similarity": 0.999})
+    ret = retriever(index, model, rule=rule, refine_on_miss="off")
+    assert ret.answer("Tell me: What is the garden item 6?").answer == "value 6g"
+    other = "Tell me: What is the lease item 6?"
+    found = ret.verified.nearest(index.embedder.embed_query(other), 0.0)
+    r = ret.retrieve(other)
+    assert r.near == (found[0].id, found[1])
+    asyncio.run(ret.aremember_items(other, list(r.items), "value 6l"))
+    raised = index.store.answers_by_id([found[0].id])[found[0].id]
+    assert raised.bar is not None and raised.bar > found[1]
+    # nothing held for a query retrieved elsewhere: the items alone, no bar to learn
+    assert asyncio.run(ret.aremember_items("Unseen?", [], "x")) is None
