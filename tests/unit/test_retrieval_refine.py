@@ -727,9 +727,7 @@ def test_the_router_learns_from_checks_where_summaries_may_answer(filled):
         FallbackRetriever(index, max_error=1.5)
 
 
-def test_an_answer_given_back_with_the_items_alone_teaches_as_the_result_would(
-    filled, monkeypatch
-):
+def test_an_answer_given_back_with_the_items_alone_teaches_as_the_result_would(filled, monkeypatch):
     """What a framework's chain or query engine gives back (the query, the items it was
     given, its answer) teaches the retriever as the result itself would: the retrieval's
     own result is held until the answer comes (aremember_items), so a rewording near a
