@@ -369,3 +369,32 @@ async def test_the_qa_chain_answers_a_hit_with_the_judges_call_alone(tmp_path):
         chain.invoke({"query": "What is the garden item 7?"})
     with pytest.raises(TypeError, match="CoSFallbackRetriever"):
         create_cos_qa_chain(RunnableLambda(lambda q: []), langchain_fake(fake))
+
+
+def test_a_judge_through_a_framework_chat_model_keeps_its_schema_and_limit():
+    """The retriever's judge through CoSChatModel (LangChain) or CoSChatLLM (LlamaIndex), as
+    the README builds them, reaches the core model with its JSON schema and max_tokens (they
+    were dropped: the judge's request was not the core's)."""
+    import asyncio
+
+    from cos_integrations.model import ChatResult
+    from langchain_ext.chat_model import CoreChatModel, CoSChatModel
+    from llamaindex_ext.llm import CoreChatModel as LlamaCore
+    from llamaindex_ext.llm import CoSChatLLM
+
+    seen: list[dict] = []
+
+    class Core:
+        async def chat(self, messages, **kwargs):
+            seen.append(kwargs)
+            return ChatResult("{}")
+
+    schema = {"type": "object"}
+    for model in (
+        CoreChatModel(CoSChatModel(model=Core()), {"callbacks": []}),
+        LlamaCore(CoSChatLLM(Core())),
+    ):
+        asyncio.run(
+            model.chat([{"role": "user", "content": "x"}], max_tokens=256, json_schema=schema)
+        )
+    assert [(k["max_tokens"], k["json_schema"]) for k in seen] == [(256, schema)] * 2
