@@ -24,6 +24,7 @@ from typing import Any
 from cos_integrations.model import ChatModel
 from cos_integrations.research.answer_cache import AnswerCache, digest
 from cos_integrations.research.datasets import DatasetError, EvalDoc, EvalQA, load_dataset
+from cos_integrations.research.framework_eval import FRAMEWORK_ROWS
 from cos_integrations.research.jsonl import append_jsonl, read_jsonl
 from cos_integrations.research.peer_eval import peer_rows
 from cos_integrations.research.peers import (
@@ -246,7 +247,7 @@ def _plan(
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
-    framework = [m for m in methods if "+" in m and m in RETRIEVAL_METHODS]
+    framework = [m for m in methods if m in FRAMEWORK_ROWS]
     if framework and retrieval.stream is None:
         raise ValueError(
             f"{', '.join(framework)} run on a stream of asks (--stream N): a framework row "

@@ -6,9 +6,10 @@ prompt tokens and calls counted by the frameworks' own callbacks (LlamaIndex
 
 Each is a stream row of ``cos eval --stream`` (``fallback+llamaindex``,
 ``fallback+langchain``) beside the core's ``fallback``: the same stream, a fresh copy of
-the same index, the same refine passes; a miss is answered by the framework's own
-default prompt (LlamaIndex's ``compact`` synthesizer, :data:`langchain_ext.QA_PROMPT`), a
-hit and a served verified answer by what the retriever already has.
+the same index, the same refine passes; a miss is answered by the piece's own short-answer
+prompt (:data:`llamaindex_ext.query_engine.QA_TEMPLATE` in LlamaIndex's ``compact``
+synthesizer, :data:`langchain_ext.QA_PROMPT`), a hit and a served verified answer by what
+the retriever already has.
 :func:`compare_rows` says how far each stays from the core row, ask by ask.
 
 Examples:
@@ -120,7 +121,7 @@ def compare_rows(core: list[dict[str, Any]], row: list[dict[str, Any]]) -> dict[
     def way(r: dict[str, Any]) -> str:
         return "served" if r.get("served") else "hit" if r.get("hit") else "miss"
 
-    out: dict[str, Any] = {"asks": len(row), "other_way": 0}
+    out: dict[str, Any] = {"asks": len(row)}
     for kind in ("served", "hit", "miss"):
         pairs = [(c, r) for c, r in zip(core, row, strict=True) if way(c) == way(r) == kind]
         if not pairs:
