@@ -28,7 +28,7 @@ __all__ = ["CoSQueryEngine", "QA_TEMPLATE"]
 # A miss's answer prompt (the response synthesizer's ``text_qa_template``): a short answer
 # from the context, LangChain's QA_PROMPT in LlamaIndex's variables. LlamaIndex's default asks
 # for no length: with the embedded 1.5B model it answered in whole sentences, which scored
-# F1 0.41 against the short answer's 0.65 on the SQuAD stream and were then kept and served
+# F1 0.41 on misses against the short answer's 0.61 on the SQuAD stream, and were kept and served
 # as verified answers (BENCHMARKS.md, "What a framework user pays")
 QA_TEMPLATE = ChatPromptTemplate(
     message_templates=[
