@@ -1,5 +1,6 @@
 """A question-answering runnable over the CoS fallback retriever: a hit's checked answer
-with no second model call, a miss answered by your chat model over the source chunks."""
+with no second model call, a miss answered by your chat model over the source chunks with
+the product's own answer call (or your prompt)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,12 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
+from langchain_core.prompts import BasePromptTemplate
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
-
-from cos_integrations.summarize.prompts import SHORT_ANSWER_SYSTEM
 
 from .retriever import CoSFallbackRetriever
 
-__all__ = ["create_cos_qa_chain", "QA_PROMPT", "format_docs"]
-
-# The miss's answer prompt: the context first (a provider's prompt cache reuses it), the
-# question last, a short answer asked for (what the verified-answer check can find in the
-# chunks)
-QA_PROMPT = ChatPromptTemplate.from_messages(
-    [("system", SHORT_ANSWER_SYSTEM + "\n\n{context}"), ("human", "{question}")]
-)
+__all__ = ["create_cos_qa_chain", "format_docs"]
 
 
 def format_docs(docs: list[Document]) -> str:
@@ -42,10 +34,13 @@ def create_cos_qa_chain(
 
     On a hit, ``answer`` is the one the retriever already checked (the model judge's
     grounded answer, or a verified answer served with no call; ``context`` the documents it
-    was read from), and no further model call is made. On a miss, ``prompt | llm`` answers
-    from the source chunks (``prompt`` takes ``context`` and ``question``; default
-    :data:`QA_PROMPT`), and an answer the chunks hold is kept as a verified answer, so the
-    next ask of the question costs no call. ``invoke``, ``ainvoke``, ``batch`` and
+    was read from), and no further model call is made. On a miss, ``llm`` answers from the
+    source chunks with the product's own answer call
+    (:meth:`CoSFallbackRetriever.aanswer`: a short answer as JSON, the answer and the
+    prompt tokens of ``cos eval``'s core row), or with ``prompt | llm`` when ``prompt`` is
+    given (it takes ``context``, :func:`format_docs`' text, and ``question``); an answer the
+    chunks hold is kept as a verified answer, so the next ask of the question costs no
+    call. ``invoke``, ``ainvoke``, ``batch`` and
     ``stream`` work as on any runnable; calls report their usage through the run's
     callbacks (the judge's through the retriever's nested run).
 
@@ -60,7 +55,7 @@ def create_cos_qa_chain(
             "create_cos_qa_chain needs a langchain_ext.CoSFallbackRetriever (its hits carry "
             f"their answers), not {type(retriever).__name__}"
         )
-    answer_chain = (prompt or QA_PROMPT) | llm | StrOutputParser()
+    answer_chain = prompt | llm | StrOutputParser() if prompt is not None else None
 
     def question_of(inputs: Any) -> str:
         question = inputs.get("question") if isinstance(inputs, dict) else inputs
@@ -86,7 +81,9 @@ def create_cos_qa_chain(
         question = question_of(inputs)
         docs = retriever.invoke(question, config)
         answer = checked(docs)
-        if answer is None:
+        if answer is None and answer_chain is None:
+            answer = retriever.answer(question, docs, llm, config)
+        elif answer is None:
             context = {"context": format_docs(docs), "question": question}
             answer = answer_chain.invoke(context, config)
             retriever.remember(question, docs, answer)
@@ -96,7 +93,9 @@ def create_cos_qa_chain(
         question = question_of(inputs)
         docs = await retriever.ainvoke(question, config)
         answer = checked(docs)
-        if answer is None:
+        if answer is None and answer_chain is None:
+            answer = await retriever.aanswer(question, docs, llm, config)
+        elif answer is None:
             context = {"context": format_docs(docs), "question": question}
             answer = await answer_chain.ainvoke(context, config)
             await retriever.aremember(question, docs, answer)

@@ -13,6 +13,7 @@ from langchain_core.callbacks import (
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from cos_integrations import ChainOfSummaries, CoSConfig
@@ -30,6 +31,9 @@ from .transformer import document_id
 
 __all__ = ["CoSFallbackRetriever"]
 
+# the run config a chat model call is made under, and an answer (None: the reply was empty)
+Config = RunnableConfig | None
+Answer = str | None
 log = logging.getLogger(__name__)
 
 
@@ -267,6 +271,30 @@ class CoSFallbackRetriever(BaseRetriever):
         items = [_item(d) for d in documents]
         hit = bool(documents[0].metadata.get("cos_hit")) if documents else False
         return await self.core.aremember_items(question, items, answer, hit=hit) is not None
+
+    def answer(self, query: str, docs: list[Document], llm: Any, config: Config = None) -> Answer:
+        """Sync wrapper of :meth:`aanswer`."""
+        return run_sync(self.aanswer(query, docs, llm, config), inline=True)
+
+    async def aanswer(
+        self, query: str, docs: list[Document], llm: Any, config: Config = None
+    ) -> Answer:
+        """Answer ``query``'s miss from ``docs`` (the source chunks this retriever
+        returned) with the product's own answer call through ``llm`` (a LangChain chat
+        model; ``config``'s callbacks see the call), and keep the answer as
+        :meth:`aremember` does (:meth:`FallbackRetriever.aanswer_items`): the answer and
+        the prompt tokens ``cos eval``'s core row has for the same ask.
+
+        Examples:
+            >>> docs = await retriever.ainvoke("When is rent due?")           # doctest: +SKIP
+            >>> await retriever.aanswer("When is rent due?", docs, chat_model)  # doctest: +SKIP
+            'the 1st'
+        """
+        items = [_item(d) for d in docs]
+        hit = bool(docs[0].metadata.get("cos_hit")) if docs else False
+        model = as_chat_model(llm, config)
+        answer, _ = await self.core.aanswer_items(query, items, model, hit=hit)
+        return answer
 
     def close(self) -> None:
         """Stop the background refiner, if one runs (queued jobs stay in the store)."""

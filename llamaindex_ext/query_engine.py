@@ -1,5 +1,6 @@
 """A query engine over the CoS fallback retriever: a hit's checked answer with no second
-model call, a miss answered by the response synthesizer over the source chunks."""
+model call, a miss answered by your LLM over the source chunks with the product's own answer
+call (or by the response synthesizer you configure)."""
 
 from __future__ import annotations
 
@@ -13,28 +14,34 @@ from llama_index.core.base.response.schema import (
     StreamingResponse,
 )
 from llama_index.core.callbacks.schema import CBEventType, EventPayload
-from llama_index.core.llms import LLM, ChatMessage, MessageRole
-from llama_index.core.prompts import ChatPromptTemplate
+from llama_index.core.llms import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
-
-from cos_integrations.summarize.prompts import SHORT_ANSWER_SYSTEM
+from llama_index.core.settings import Settings
 
 from .llm import CoSChatLLM
 from .retriever import CoSFallbackRetriever
 
-__all__ = ["CoSQueryEngine", "QA_TEMPLATE"]
+__all__ = ["CoSQueryEngine", "SYNTHESIZER_ARGS"]
 
-# A miss's answer prompt (the response synthesizer's ``text_qa_template``): a short answer
-# from the context, LangChain's QA_PROMPT in LlamaIndex's variables. LlamaIndex's default asks
-# for no length: with the embedded 1.5B model it answered in whole sentences, which scored
-# F1 0.41 on misses against the short answer's 0.61 on the SQuAD stream, and were kept and served
-# as verified answers (BENCHMARKS.md, "What a framework user pays")
-QA_TEMPLATE = ChatPromptTemplate(
-    message_templates=[
-        ChatMessage(role=MessageRole.SYSTEM, content=SHORT_ANSWER_SYSTEM + "\n\n{context_str}"),
-        ChatMessage(role=MessageRole.USER, content="{query_str}"),
-    ]
+# from_defaults' arguments that choose how LlamaIndex's response synthesizer answers: given
+# any, a miss is answered by that synthesizer; given none, by the product's answer call
+# (LlamaIndex's default prompt made the embedded 1.5B model answer in whole sentences: F1 0.41
+# on the SQuAD stream's misses, kept and served as verified answers; BENCHMARKS.md, "What a
+# framework user pays")
+SYNTHESIZER_ARGS = frozenset(
+    {
+        "response_synthesizer",
+        "response_mode",
+        "text_qa_template",
+        "refine_template",
+        "summary_template",
+        "simple_template",
+        "chat_content_qa_template",
+        "chat_content_refine_template",
+        "output_cls",
+        "multimodal",
+    }
 )
 
 
@@ -49,11 +56,12 @@ class CoSQueryEngine(RetrieverQueryEngine):
     """``RetrieverQueryEngine`` over :class:`~llamaindex_ext.CoSFallbackRetriever`: on a
     hit, the response is the answer the retriever already checked against what it read
     (the model judge's, or a verified answer's served with no call), with the hit's nodes
-    as ``source_nodes`` and no further model call; on a miss, the response synthesizer
-    answers from the source chunks (the user's ``llm``, one call in the default ``compact``
-    mode, asked for a short answer: :data:`QA_TEMPLATE`, unless ``text_qa_template=`` is
-    given), and a short answer the chunks hold is kept as a verified answer for the next
-    ask; a router's check made on the way learns from that answer.
+    as ``source_nodes`` and no further model call; on a miss, the user's ``llm`` answers
+    from the source chunks with the product's own answer call (one call, a short answer:
+    :meth:`CoSFallbackRetriever.aanswer`, the answer and prompt tokens of ``cos eval``'s
+    core row), or the response synthesizer does when ``from_defaults`` is given one or any
+    of its arguments (:data:`SYNTHESIZER_ARGS`); an answer the chunks hold is kept as a
+    verified answer for the next ask, and a router's check made on the way learns from it.
     The response's ``metadata`` says which (``cos_hit``, ``cos_served``, ``cos_job_id``).
 
     Setup:
@@ -74,7 +82,11 @@ class CoSQueryEngine(RetrieverQueryEngine):
             streaming.query("When is rent due?").print_response_stream()
     """
 
-    def __init__(self, retriever: CoSFallbackRetriever, **kwargs: Any) -> None:
+    def __init__(
+        self, retriever: CoSFallbackRetriever, answer_llm: LLM | None = None, **kwargs: Any
+    ) -> None:
+        """``answer_llm``: the LLM that answers a miss with the product's answer call;
+        ``None``, the response synthesizer answers it (``from_defaults`` sets it)."""
         if not isinstance(retriever, CoSFallbackRetriever):
             raise TypeError(
                 "CoSQueryEngine needs a llamaindex_ext.CoSFallbackRetriever (its hits carry "
@@ -82,18 +94,22 @@ class CoSQueryEngine(RetrieverQueryEngine):
                 "use RetrieverQueryEngine"
             )
         super().__init__(retriever, **kwargs)
+        self._answer_llm = answer_llm
 
     @classmethod
     def from_defaults(cls, retriever: CoSFallbackRetriever, **kwargs: Any) -> CoSQueryEngine:
         """:meth:`RetrieverQueryEngine.from_args` (``llm``: default ``Settings.llm``, or the
         core's model, e.g. ``open_model()``'s, wrapped as :class:`CoSChatLLM`;
         ``response_mode``, ``streaming``, ``use_async``, templates...), for the
-        ``from_defaults`` LlamaIndex users reach for."""
+        ``from_defaults`` LlamaIndex users reach for. A miss is answered by ``llm`` with
+        the product's answer call unless a synthesizer or its arguments are given
+        (:data:`SYNTHESIZER_ARGS`)."""
         llm = kwargs.get("llm")
         if llm is not None and not isinstance(llm, LLM):
             kwargs["llm"] = CoSChatLLM(llm)
-        kwargs.setdefault("text_qa_template", QA_TEMPLATE)
         engine = cls.from_args(retriever, **kwargs)
+        if not SYNTHESIZER_ARGS & kwargs.keys():
+            engine._answer_llm = kwargs.get("llm") or Settings.llm
         manager = kwargs.get("callback_manager")
         if manager is not None and kwargs.get("response_synthesizer") is None:
             # from_args builds the synthesizer on Settings.callback_manager, and the
@@ -109,7 +125,9 @@ class CoSQueryEngine(RetrieverQueryEngine):
     def _streaming(self) -> bool:
         return bool(getattr(self._response_synthesizer, "_streaming", False))
 
-    def _answered(self, answer: str, nodes: list[NodeWithScore], *, aio: bool) -> RESPONSE_TYPE:
+    def _answered(
+        self, answer: str | None, nodes: list[NodeWithScore], *, aio: bool
+    ) -> RESPONSE_TYPE:
         meta = _outcome(nodes)
         if not self._streaming():
             return Response(answer, source_nodes=nodes, metadata=meta)
@@ -130,6 +148,9 @@ class CoSQueryEngine(RetrieverQueryEngine):
             answer = _checked(nodes)
             if answer is not None:
                 response = self._answered(answer, nodes, aio=False)
+            elif self._answer_llm is not None:
+                answer = self.cos_retriever.answer(query_bundle.query_str, nodes, self._answer_llm)
+                response = self._answered(answer, nodes, aio=False)
             else:
                 synthesized = self._response_synthesizer.synthesize(query=query_bundle, nodes=nodes)
                 response = self._synthesized(nodes, synthesized)
@@ -145,6 +166,11 @@ class CoSQueryEngine(RetrieverQueryEngine):
             nodes = await self.aretrieve(query_bundle)
             answer = _checked(nodes)
             if answer is not None:
+                response = self._answered(answer, nodes, aio=True)
+            elif self._answer_llm is not None:
+                answer = await self.cos_retriever.aanswer(
+                    query_bundle.query_str, nodes, self._answer_llm
+                )
                 response = self._answered(answer, nodes, aio=True)
             else:
                 synthesized = await self._response_synthesizer.asynthesize(
@@ -165,9 +191,11 @@ def _outcome(nodes: list[NodeWithScore]) -> dict[str, Any]:
     return {k: meta[k] for k in keys if k in meta} | {"cos_hit": bool(meta.get("cos_hit"))}
 
 
-def _gen(answer: str) -> Generator[str, None, None]:
-    yield answer
+def _gen(answer: str | None) -> Generator[str, None, None]:
+    if answer:
+        yield answer
 
 
-async def _agen(answer: str) -> AsyncGenerator[str, None]:
-    yield answer
+async def _agen(answer: str | None) -> AsyncGenerator[str, None]:
+    if answer:
+        yield answer

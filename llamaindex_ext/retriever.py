@@ -332,6 +332,27 @@ class CoSFallbackRetriever(BaseRetriever):
         hit = any(bool(n.node.metadata.get("cos_hit")) for n in nodes)
         return await self.core.aremember_items(query, items, answer, hit=hit) is not None
 
+    def answer(self, query: str, nodes: list[NodeWithScore], llm: Any) -> str | None:
+        """Sync wrapper of :meth:`aanswer`."""
+        return run_sync(self.aanswer(query, nodes, llm), inline=True)
+
+    async def aanswer(self, query: str, nodes: list[NodeWithScore], llm: Any) -> str | None:
+        """Answer ``query``'s miss from ``nodes`` (the source chunks this retriever
+        returned) with the product's own answer call through ``llm`` (a LlamaIndex ``LLM``,
+        whose callback manager sees the call, or a core model), and keep the answer as
+        :meth:`aremember` does (:meth:`FallbackRetriever.aanswer_items`): the answer and
+        the prompt tokens ``cos eval``'s core row has for the same ask.
+
+        Examples:
+            >>> nodes = await retriever.aretrieve("When is rent due?")          # doctest: +SKIP
+            >>> await retriever.aanswer("When is rent due?", nodes, Settings.llm)  # doctest: +SKIP
+            'the 1st'
+        """
+        items = [_item(n) for n in nodes]
+        hit = any(bool(n.node.metadata.get("cos_hit")) for n in nodes)
+        answer, _ = await self.core.aanswer_items(query, items, as_chat_model(llm), hit=hit)
+        return answer
+
     def close(self) -> None:
         """Stop the background refiner, if any (queued jobs stay in the store)."""
         self.core.close()

@@ -78,10 +78,8 @@ def task_of(messages: Sequence[dict[str, str]]) -> str:
         return "paraphrase"
     if last.startswith("Write ") and "different ways another person could ask" in last:
         return "reword"
-    # a framework's own answer call over retrieved text: LangChain's create_cos_qa_chain
-    # prompt, LlamaIndex's response synthesizer (text QA template)
-    if first.startswith("Answer the question using only the context below, with a short"):
-        return "plain_qa"
+    # a framework's own answer call over retrieved text: LlamaIndex's response synthesizer
+    # (its default text QA template), a LangChain prompt in that form
     if "Context information is below" in last and "Query:" in last:
         return "plain_qa"
     # the peers' own summary prompts (cos eval --methods doc-summary,raptor,multi-vector):

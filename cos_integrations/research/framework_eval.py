@@ -6,10 +6,10 @@ prompt tokens and calls counted by the frameworks' own callbacks (LlamaIndex
 
 Each is a stream row of ``cos eval --stream`` (``fallback+llamaindex``,
 ``fallback+langchain``) beside the core's ``fallback``: the same stream, a fresh copy of
-the same index, the same refine passes; a miss is answered by the piece's own short-answer
-prompt (:data:`llamaindex_ext.query_engine.QA_TEMPLATE` in LlamaIndex's ``compact``
-synthesizer, :data:`langchain_ext.QA_PROMPT`), a hit and a served verified answer by what
-the retriever already has.
+the same index, the same refine passes; a miss is answered by each piece's default, the
+product's own answer call through the framework's chat model
+(``CoSFallbackRetriever.aanswer``), a hit and a served verified answer by what the
+retriever already has.
 :func:`compare_rows` says how far each stays from the core row, ask by ask.
 
 Examples:

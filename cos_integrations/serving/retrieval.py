@@ -565,6 +565,26 @@ class FallbackRetriever:
             )
         return await self.aremember(result, answer)
 
+    async def aanswer_items(
+        self, query: str, items: list[SearchHit], llm: ChatModel, *, hit: bool = False
+    ) -> tuple[str | None, Usage]:
+        """A miss answered from ``items`` (the source chunks this retriever returned) with
+        the product's answer call (:func:`ask`, the one ``cos eval``'s rows make) through
+        ``llm``, then kept as :meth:`aremember_items` keeps it: what a framework's query
+        engine or chain asks on a miss, so its answer and its cost are the core's. No
+        items, no call: ``(None, Usage())``.
+
+        Examples:
+            >>> res = await retriever.aretrieve("When is rent due?")      # doctest: +SKIP
+            >>> await retriever.aanswer_items(res.query, res.items, model)  # doctest: +SKIP
+            ('the 1st', Usage(calls=1, ...))
+        """
+        if not items:
+            return None, Usage()
+        answer, usage = await ask(llm, query, items)
+        await self.aremember_items(query, items, answer, hit=hit)
+        return answer, usage
+
     async def _decide(
         self,
         query: str,

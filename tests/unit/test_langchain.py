@@ -343,9 +343,14 @@ def test_a_hit_carries_its_checked_answer_and_a_miss_its_refine_job(tmp_path):
 
 async def test_the_qa_chain_answers_a_hit_with_the_judges_call_alone(tmp_path):
     """Issue 58 item 2: a hit costs one model call (the judge's), a miss the judge's (when
-    asked) and the chain's own answer call, and the miss's repeat, served its verified
-    answer, none; invoke, ainvoke, batch and stream."""
+    asked) and one answer call (the product's own, as the core row makes it; a prompt of
+    the user's when given), and the miss's repeat, served its verified answer, none;
+    invoke, ainvoke, batch and stream."""
+    from langchain_core.prompts import ChatPromptTemplate
+
+    from cos_integrations.summarize.prompts import answer_messages
     from langchain_ext import create_cos_qa_chain
+    from langchain_ext.qa_chain import format_docs
 
     fake = ScriptedFakeModel()
     retriever = _judged(tmp_path, fake)
@@ -358,13 +363,26 @@ async def test_the_qa_chain_answers_a_hit_with_the_judges_call_alone(tmp_path):
     calls = len(fake.calls)
     miss = await chain.ainvoke({"question": "What is the garden item 7?"})
     assert not miss["hit"] and miss["answer"] == "value 7h"
-    assert [t for t, _ in fake.calls[calls:]][-1] == "plain_qa"  # answered from the chunks
+    # answered from the chunks with the product's own answer call: the core's messages
+    kind, messages = fake.calls[-1]
+    assert kind == "answer"
+    assert messages == answer_messages(format_docs(miss["context"]), [miss["question"]])
     calls = len(fake.calls)
     [again, also] = chain.batch(["What is the garden item 7?", "what is the GARDEN item 7"])
     assert again["served"] == also["served"] == "exact" and again["answer"] == "value 7h"
     assert len(fake.calls) == calls  # the verified answer: no call at all
     chunks = list(chain.stream("What is the garden item 7?"))
     assert chunks[-1]["answer"] == "value 7h" and len(fake.calls) == calls
+    own = create_cos_qa_chain(  # a prompt of the user's own answers a miss instead
+        retriever,
+        langchain_fake(fake),
+        prompt=ChatPromptTemplate.from_messages(
+            [("human", "Context information is below.\n{context}\nQuery: {question}")]
+        ),
+    )
+    calls = len(fake.calls)
+    assert own.invoke("What is the garden item 5?")["answer"] == "value 5f"
+    assert [t for t, _ in fake.calls[calls:]][-1] == "plain_qa"
     with pytest.raises(ValueError, match="takes a question"):
         chain.invoke({"query": "What is the garden item 7?"})
     with pytest.raises(TypeError, match="CoSFallbackRetriever"):

@@ -400,10 +400,12 @@ def test_one_name_for_each_config_and_a_foreign_collection_is_an_error(tmp_path)
 
 async def test_cos_query_engine_answers_a_hit_with_no_second_call(retriever, setup):
     """Issue 58 item 2: a hit's response is the judge's checked answer with its source
-    nodes and no further model call; a miss is the response synthesizer's over the source
-    chunks (kept as a verified answer, so its repeat costs nothing); async and streaming."""
+    nodes and no further model call; a miss is answered by the product's own answer call
+    over the source chunks (the response synthesizer when one of its arguments is given),
+    and kept as a verified answer, so its repeat costs nothing; async and streaming."""
     from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 
+    from cos_integrations.summarize.prompts import answer_messages
     from llamaindex_ext import CoSQueryEngine
 
     path, collection, fake, *_ = setup
@@ -417,7 +419,11 @@ async def test_cos_query_engine_answers_a_hit_with_no_second_call(retriever, set
     miss = await engine.aquery("What is the garden item 7?")
     assert str(miss) == "value 7h" and miss.metadata["cos_hit"] is False
     assert isinstance(miss.metadata["cos_job_id"], int)
-    assert [t for t, _ in fake.calls[calls:]][-1] == "plain_qa"  # the synthesizer's
+    kind, messages = fake.calls[-1]  # the product's own answer call, the core's messages
+    assert kind == "answer"
+    chunks = [(n.node.metadata.get("title"), n.node.text) for n in miss.source_nodes]
+    content = "\n\n".join(f"[{title}]\n{text}" for title, text in chunks)
+    assert messages == answer_messages(content, ["What is the garden item 7?"])
     calls = len(fake.calls)
     again = engine.query("What is the garden item 7?")
     assert str(again) == "value 7h" and again.metadata["cos_served"] == "exact"
@@ -428,6 +434,12 @@ async def test_cos_query_engine_answers_a_hit_with_no_second_call(retriever, set
     astream = await streaming.aquery("What is the garden item 1?")
     assert isinstance(astream, AsyncStreamingResponse)
     assert [t async for t in astream.async_response_gen()] == ["value 1b"]
+    synthesized = CoSQueryEngine.from_defaults(  # a synthesizer's argument: it answers misses
+        retriever, llm=llamaindex_fake(fake), response_mode="compact"
+    )
+    calls = len(fake.calls)
+    assert str(synthesized.query("What is the garden item 5?")) == "value 5f"
+    assert [t for t, _ in fake.calls[calls:]][-1] == "plain_qa"
     with pytest.raises(TypeError, match="CoSFallbackRetriever"):
         CoSQueryEngine(VectorStoreIndex([], embed_model=llamaindex_hash_embedding()).as_retriever())
 
