@@ -65,14 +65,6 @@ SOURCE_PREAMBLE = (
 # What the answer prompts ask for when the text does not answer (the one sentinel the
 # decision path reads: hit_rule.said_nothing; the grounded reply says it with an empty pair)
 UNKNOWN_ANSWER = "I don't know"
-# A framework's miss (LangChain create_cos_qa_chain's QA_PROMPT, LlamaIndex CoSQueryEngine's
-# text_qa_template): the system message in front of the retrieved context; a short answer,
-# as the product's own answer call asks (what a verified answer can be read off)
-SHORT_ANSWER_SYSTEM = (
-    "Answer the question using only the context below, with a short answer (a word, a name, "
-    f'a number or a phrase). If the context does not say, reply "{UNKNOWN_ANSWER}".'
-)
-
 CONTENT_PREAMBLE = (
     "Answer each question using only the content below. Answer as simply as possible: a word "
     "or short phrase, not a sentence. If the content does not contain the answer, answer "
