@@ -39,6 +39,8 @@ import logging
 import os
 import socket
 import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -542,8 +544,11 @@ class Refiner:
 class BackgroundRefiner:
     """Runs a :class:`Refiner` in a background thread while the application serves.
 
-    ``notify()`` wakes it (the retrievers call it on a miss); ``close()`` finishes the job
-    in hand and stops. Jobs it does not reach stay queued in the store.
+    ``notify()`` wakes it (the retrievers call it on a miss); ``submit(work)`` hands it
+    other work off the caller's latency (a router's check: the summary path judged once
+    the caller's answer is in), run before the next refine job; ``close()`` finishes the
+    work in hand and stops. Jobs it does not reach stay queued in the store; submitted work
+    it does not reach is dropped (a check not made).
 
     Examples:
         >>> bg = BackgroundRefiner(Refiner(index, engine))   # doctest: +SKIP
@@ -558,6 +563,7 @@ class BackgroundRefiner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
+        self._work: deque[Callable[[], Awaitable[Any]]] = deque()
         self._thread = threading.Thread(target=self._loop, name="cos-refiner", daemon=True)
         self._thread.start()
 
@@ -565,16 +571,30 @@ class BackgroundRefiner:
         self._idle.clear()
         self._wake.set()
 
+    def submit(self, work: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``work()`` (a coroutine function) on this thread, before the next refine
+        job; an error it raises is logged, never the caller's."""
+        self._work.append(work)
+        self.notify()
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._wake.wait(self.idle_poll)
             self._wake.clear()
             while not self._stop.is_set():
+                if self._work:
+                    work = self._work.popleft()
+                    try:
+                        run_sync(work())
+                    except Exception:
+                        log.exception("background work failed")
+                    continue
                 outcomes = run_sync(self.refiner.arun_once(max_jobs=1))
                 if not outcomes:
                     break
                 self.outcomes.extend(outcomes)
-            self._idle.set()
+            if not self._work:  # work submitted as the queue emptied: not idle yet
+                self._idle.set()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until the queue was found empty after the last ``notify()``."""

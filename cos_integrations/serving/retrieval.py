@@ -33,9 +33,10 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -205,6 +206,11 @@ class RetrievalResult:
     entry_id: int | None = None
     check: bool = False
     near: tuple[int, float] | None = None
+    # a check left for the background refiner: the summary path's judge, run once the
+    # caller's answer is in (FallbackRetriever.aremember)
+    deferred: Callable[[], Awaitable[Decision]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def context_tokens(self) -> int:
@@ -420,7 +426,8 @@ class FallbackRetriever:
     :class:`~cos_integrations.serving.refine.BackgroundRefiner` owned by this retriever,
     started on the first miss, refines with ``llm``, ``refine_config`` (default: the index's config)
     and ``refine_teach`` while queries go on, taking the jobs whose question missed
-    ``refine_min_asks`` times; :meth:`close` stops it). ``on_miss(result)``
+    ``refine_min_asks`` times, and judging the summary side of the router's checks off the
+    caller's latency once the caller's answer is in; :meth:`close` stops it). ``on_miss(result)``
     is called for every miss that queued a job. A call may pass its own ``llm=`` (e.g. one
     bound to a framework run's callbacks); the counters ``hits`` and ``misses`` stay on
     this retriever. ``k`` summaries are searched either way.
@@ -559,7 +566,9 @@ class FallbackRetriever:
         result = self._awaiting.pop(query, None)
         if result is None:  # what the items' metadata says of a check (item_metadata)
             meta = items[0].metadata if items else {}
-            check, summary_answer = bool(meta.get("cos_check")), meta.get("cos_summary_answer")
+            summary_answer = meta.get("cos_summary_answer")
+            # a deferred check has no summary answer yet: nothing to compare here
+            check = bool(meta.get("cos_check")) and summary_answer is not None
             result = RetrievalResult(
                 query, hit, items, "", judge_answer=summary_answer, check=check
             )
@@ -600,11 +609,19 @@ class FallbackRetriever:
             return RetrievalResult(query, False, [], "empty index")
         decision = await self._route(query, candidates, embedding, k, rule)
         mode = await self._mode(query, decision, rule)
+        judged = functools.partial(self._judged, query, candidates, embedding, rule, k)
+        if mode == "check" and self.refine_on_miss == "background":
+            # off the caller's latency: the chunks now, no judge call; the summary path is
+            # judged on the refiner's thread once the caller's answer is in (aremember)
+            decision.reason = "a check: the chunks answer it, the summary's answer is compared"
+            result = await self._miss(query, k, candidates, embedding, decision)
+            later = Decision(top=decision.top, checks=dict(decision.checks))
+            result.check = True
+            # judged with the retriever's model: the caller's run is over by then
+            result.deferred = functools.partial(judged, later, self.llm or model)
+            return result
         if not decision.reason:
-            relevant = [c for c in candidates if c.score >= self.threshold]
-            await self._build_context(query, decision, relevant, embedding, rule, k)
-        if decision.context:
-            await self._judge(query, decision, model, rule)
+            await judged(decision, model)
         if decision.hit and mode != "check":
             return await self._hit(query, candidates, decision, rule, embedding)
         if decision.hit:
@@ -614,6 +631,39 @@ class FallbackRetriever:
         # gives it (aremember), and the chunks are what it gets
         result.check = mode == "check" and decision.hit
         return result
+
+    async def _judged(
+        self,
+        query: str,
+        candidates: list[SearchHit],
+        embedding: list[float],
+        rule: HitRule,
+        k: int,
+        decision: Decision,
+        model: ChatModel | None,
+    ) -> Decision:
+        """The summary path's side of ``decision``: the hit context from the candidates
+        past the threshold, and the judge's reply on it (the rule's checks decide)."""
+        relevant = [c for c in candidates if c.score >= self.threshold]
+        await self._build_context(query, decision, relevant, embedding, rule, k)
+        if decision.context:
+            await self._judge(query, decision, model, rule)
+        return decision
+
+    def _defer_check(self, result: RetrievalResult, answer: str | None) -> None:
+        """Hand a deferred check to the background refiner: judge the summary path, and
+        when it would have served, record its answer against the chunks' ``answer``."""
+        judge, result.deferred = result.deferred, None
+        if judge is None:
+            return
+
+        async def check() -> None:
+            decision = await judge()
+            if decision.hit:
+                result.judge_answer = decision.judge_answer
+                await self._record_check(result, answer)
+
+        self._background_refiner().submit(check)
 
     async def _mode(self, query: str, decision: Decision, rule: HitRule) -> RouteMode:
         """The router's way for a question the summary path would take (past the threshold
@@ -694,7 +744,9 @@ class FallbackRetriever:
         its document's current source; the next ask of the question (or a close rewording)
         is then served it with no model call. ``None``: not kept (a hit, no answer, not in
         the items, or the layer is off)."""
-        if result.check:
+        if result.check and result.deferred is not None:
+            self._defer_check(result, answer)
+        elif result.check:
             await self._record_check(result, answer)
         if result.near is not None and not result.hit and not said_nothing(answer):
             await self._learn_bar(result, answer)

@@ -1,6 +1,7 @@
 """Fallback retrieval and miss-triggered refinement over a real Chroma index."""
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -725,6 +726,34 @@ def test_the_router_learns_from_checks_where_summaries_may_answer(filled):
     assert retriever(index, model, max_error=None).retrieve(q).hit
     with pytest.raises(ValueError, match="max_error"):
         FallbackRetriever(index, max_error=1.5)
+
+
+def test_a_check_with_a_background_refiner_is_judged_off_the_callers_latency(filled):
+    """Issue 57 item 1: where the retriever runs a background refiner, a check returns the
+    chunks with no judge call on the caller's time; the summary path is judged on the
+    refiner's thread once the caller's answer is in, and the outcome recorded as an
+    inline check's would be (before: the judge's call came first, on the caller's time)."""
+    index, _, model = filled
+    ret = retriever(index, model, max_error=0.02, refine_on_miss="background", answers=False)
+    q = "What is the garden item 1?"  # the summary answers it (items 0-1)
+    try:
+        calls = len(model.calls)
+        first = ret.retrieve(q)
+        assert not first.hit and first.check and "a check" in first.reason
+        assert len(model.calls) == calls and first.usage.calls == 0  # no judge call
+        assert first.judge_answer is None and first.items[0].kind == "chunk"
+        meta = retrieval.item_metadata(first, first.items[0], "garden")
+        assert meta["cos_check"] is True and "cos_summary_answer" not in meta
+        ret.remember(first, "value 1b")  # the caller's answer from the chunks
+        assert ret.background is not None and ret.background.wait_idle(timeout=30)
+        assert "grounded" in [t for t, _ in model.calls[calls:]]  # judged, in the background
+        assert index.store.check_counts() == (1, 0)
+        # given back by a framework with the items alone, and not held: nothing to compare
+        item = dataclasses.replace(first.items[0], metadata=meta)
+        asyncio.run(ret.aremember_items("Unheld: " + q, [item], "value 9z"))
+        assert index.store.check_counts() == (1, 0)
+    finally:
+        ret.close()
 
 
 def test_an_answer_given_back_with_the_items_alone_teaches_as_the_result_would(filled, monkeypatch):
