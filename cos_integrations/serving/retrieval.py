@@ -609,7 +609,6 @@ class FallbackRetriever:
             return RetrievalResult(query, False, [], "empty index")
         decision = await self._route(query, candidates, embedding, k, rule)
         mode = await self._mode(query, decision, rule)
-        judged = functools.partial(self._judged, query, candidates, embedding, rule, k)
         if mode == "check" and self.refine_on_miss == "background":
             # off the caller's latency: the chunks now, no judge call; the summary path is
             # judged on the refiner's thread once the caller's answer is in (aremember)
@@ -618,10 +617,12 @@ class FallbackRetriever:
             later = Decision(top=decision.top, checks=dict(decision.checks))
             result.check = True
             # judged with the retriever's model: the caller's run is over by then
-            result.deferred = functools.partial(judged, later, self.llm or model)
+            result.deferred = functools.partial(
+                self._judged, query, candidates, embedding, rule, k, later, self.llm or model
+            )
             return result
         if not decision.reason:
-            await judged(decision, model)
+            await self._judged(query, candidates, embedding, rule, k, decision, model)
         if decision.hit and mode != "check":
             return await self._hit(query, candidates, decision, rule, embedding)
         if decision.hit:
@@ -657,13 +658,13 @@ class FallbackRetriever:
         if judge is None:
             return
 
-        async def check() -> None:
+        async def compare() -> None:
             decision = await judge()
             if decision.hit:
                 result.judge_answer = decision.judge_answer
                 await self._record_check(result, answer)
 
-        self._background_refiner().submit(check)
+        self._background_refiner().submit(compare)
 
     async def _mode(self, query: str, decision: Decision, rule: HitRule) -> RouteMode:
         """The router's way for a question the summary path would take (past the threshold
