@@ -40,7 +40,7 @@ from cos_integrations.serving.hit_rule import (
     supporting_sentence,
 )
 from cos_integrations.serving.index import CoSIndex, SearchHit
-from cos_integrations.storage.answers import AnswerEntry, question_key
+from cos_integrations.storage.answers import REPEAT, AnswerEntry, question_key
 from cos_integrations.text import normalize_text, text_tokens
 
 __all__ = [
@@ -239,6 +239,34 @@ class VerifiedAnswers:
         self._separate(entry, emb, bar)
         self.index.add_answer(entry, emb)
         log.info("verified answer %r to %r kept (%s, %s)", answer, question, origin, doc_id)
+        return entry
+
+    def read_of(self, items: Sequence[SearchHit]) -> str:
+        """What ``items`` are, as a repeat records it: each item's id and the start of its
+        document's content hash, in order (another chunk, or a changed text, reads
+        otherwise)."""
+        store = self.index.store
+        parts = []
+        for item in items:
+            doc = store.get_document(item.doc_id)
+            parts.append(f"{item.id}@{doc.content_hash[:16] if doc else '-'}")
+        return " ".join(parts)
+
+    def remember_repeat(
+        self, question: str, answer: str, items: Sequence[SearchHit]
+    ) -> AnswerEntry | None:
+        """Keep the answer ``items`` (a miss's source chunks) gave ``question`` when no
+        sentence of the source holds it (``origin="repeat"``, no quote): served again to an
+        exact repeat of the question only, and only while the same question reads the same
+        chunks of the same texts (:meth:`read_of`), as an exact-prompt cache would; never
+        to a rewording (it is not indexed). A verified entry of the question stays."""
+        if not items or not answer:
+            return None
+        entry = self.index.store.put_answer(
+            items[0].doc_id, question, answer, "", REPEAT, citation=self.read_of(items)
+        )
+        if entry is not None:
+            log.info("unverified answer %r to %r kept for its exact repeats", answer, question)
         return entry
 
     def _separate(self, entry: AnswerEntry, embedding: list[float], bar: float) -> None:

@@ -74,7 +74,7 @@ from cos_integrations.serving.hit_rule import (
 )
 from cos_integrations.serving.index import CoSIndex, SearchHit
 from cos_integrations.serving.router import DEFAULT_MAX_ERROR, RouteMode, Router, upper_bound
-from cos_integrations.storage.answers import AnswerEntry
+from cos_integrations.storage.answers import REPEAT, AnswerEntry
 from cos_integrations.summarize.config import CoSConfig
 from cos_integrations.summarize.prompts import ANSWERS_SCHEMA, answer_messages, grounded_messages
 from cos_integrations.summarize.questions import ParseError, parse_answers
@@ -168,9 +168,11 @@ class RetrievalResult:
     query missed; ``judge_error`` says why a judge's reply could not be read (a miss).
     ``served`` (``"exact"`` or ``"similar"``): the query was answered by a verified answer
     (entry ``entry_id``) with no model call; its one item is the source sentence the answer
-    was verified on; ``near`` (entry id, similarity): a verified question close to the
-    query but under that entry's bar (the query went the usual way; the answer it gets
-    from the source decides whether the bar must rise, :meth:`FallbackRetriever.aremember`).
+    was verified on (``"repeat"``: an exact repeat answered as the same chunks answered it
+    before, unverified; its items are those chunks); ``near`` (entry id, similarity): a
+    verified question close to the query but under that entry's bar (the query went the
+    usual way; the answer it gets from the source decides whether the bar must rise,
+    :meth:`FallbackRetriever.aremember`).
     ``fallback`` says where a miss's items came from: ``"chunks"`` (chunk
     vectors) or ``"stored text"`` (no chunk vectors: the candidates' stored full text,
     chunked and ranked on the fly). ``not_in_source``: refinement found every candidate's
@@ -251,7 +253,8 @@ def item_metadata(result: RetrievalResult, item: SearchHit, citation: str) -> di
     and the query's outcome (:data:`RESULT_KEYS`): on a hit the answer already checked
     (``cos_answer``: the judge's grounded answer, or a verified answer's, with
     ``cos_quote``, the words it was read from; ``cos_served``: ``"exact"`` or ``"similar"``
-    when a verified answer served it with no model call; ``cos_checks``:
+    when a verified answer served it with no model call, ``"repeat"`` when the answer the
+    same chunks gave the same question did (not verified: no quote); ``cos_checks``:
     the checks it passed, comma-separated), so a chain answers a hit with no second model
     call; on a miss ``cos_hit=False``, why (``cos_reason``) and the refine job it queued
     (``cos_job_id``); a check (the router's: a miss whose summary answer is compared with
@@ -535,9 +538,13 @@ class FallbackRetriever:
         near_entry = None
         if near is not None:
             entry, score, how = near
-            if how == "exact" or self.verified.serves(entry, query, score, self._bar()):
+            if how == REPEAT:
+                items = await self._repeated(query, k, entry, candidates, embedding)
+                if items:
+                    return await self._serve(query, entry, score, how, items=items)
+            elif how == "exact" or self.verified.serves(entry, query, score, self._bar()):
                 return await self._serve(query, entry, score, how)
-            if self.verified.same_numbers(entry, query):
+            elif self.verified.same_numbers(entry, query):
                 near_entry = (entry.id, score)
         result = await self._decide(query, k, rule, model, embedding, candidates)
         # a close verified question not close enough to serve: the answer this question
@@ -688,23 +695,46 @@ class FallbackRetriever:
     ) -> tuple[list[float], tuple[AnswerEntry, float, str] | None, list[SearchHit]]:
         """One worker-thread hop: a verified answer for an exact repeat (no embedding, no
         search), else the query's embedding, the verified answer nearest to it (from
-        ``ANSWER_CHECK_SIMILARITY`` on, ``"similar"``) and its top-``k`` summaries."""
-        if self.answers:
-            exact = self.verified.exact(query)
-            if exact is not None:
-                return [], (exact, 1.0, "exact"), []
+        ``ANSWER_CHECK_SIMILARITY`` on, ``"similar"``; an exact repeat's unverified answer,
+        ``"repeat"``) and its top-``k`` summaries."""
+        exact = self.verified.exact(query) if self.answers else None
+        if exact is not None and exact.origin != REPEAT:
+            return [], (exact, 1.0, "exact"), []
         embedding = self.index.embedder.embed_query(query)
         near = None
-        if self.answers and rule.answer_similarity is not None:
+        if exact is not None:  # a repeat: served only when the same chunks come back
+            near = (exact, 1.0, REPEAT)
+        elif self.answers and rule.answer_similarity is not None:
             found = self.verified.nearest(embedding, ANSWER_CHECK_SIMILARITY)
             near = (*found, "similar") if found is not None else None
         return embedding, near, self.index.search_summaries(query, k, embedding=embedding)
 
+    async def _repeated(
+        self,
+        query: str,
+        k: int,
+        entry: AnswerEntry,
+        candidates: list[SearchHit],
+        embedding: list[float],
+    ) -> list[SearchHit]:
+        """The source chunks a miss of ``query`` would read now, when they are the ones
+        ``entry`` (a repeat) was read from; else none (the question goes the usual way)."""
+        doc_ids = list(dict.fromkeys(c.doc_id for c in candidates))
+        items, _ = await self._fallback_items(query, self.fallback_k or k, doc_ids, embedding, None)
+        read = await offload(self.verified.read_of, items)
+        return items if items and read == entry.citation else []
+
     async def _serve(
-        self, query: str, entry: AnswerEntry, score: float, how: str
+        self,
+        query: str,
+        entry: AnswerEntry,
+        score: float,
+        how: str,
+        *,
+        items: list[SearchHit] | None = None,
     ) -> RetrievalResult:
-        """A verified answer, served: counted as a hit (and an ``answer`` event), its
-        source sentence as the one item."""
+        """An entry's answer, served: counted as a hit (and an ``answer`` event), its
+        source sentence as the one item (a repeat's: the chunks it was read from)."""
         store = self.index.store
         doc = await offload(store.get_document, entry.doc_id)
         item = entry_item(
@@ -714,23 +744,27 @@ class FallbackRetriever:
             source=(doc.source if doc else "") or entry.doc_id,
             title=(doc.title if doc else "") or entry.doc_id,
         )
-        item.metadata["cos_hit"] = True
+        served = [item]
+        if items:  # the chunks, with what the entry says of them
+            meta = {k: v for k, v in item.metadata.items() if k.startswith("cos_")}
+            served = [dataclasses.replace(h, metadata={**h.metadata, **meta}) for h in items]
+        for h in served:
+            h.metadata["cos_hit"] = True
         self.hits += 1
         self.served += 1
         await offload(store.note_served, entry.id)
         await offload(store.record_event, "answer", entry.doc_id, query)
-        reason = (
-            "a verified answer to the same question"
-            if how == "exact"
-            else f"a verified answer to a question {score:.3f} close"
-        )
+        reason = {
+            "exact": "a verified answer to the same question",
+            REPEAT: "the answer the same chunks gave the same question (not verified)",
+        }.get(how, f"a verified answer to a question {score:.3f} close")
         return RetrievalResult(
             query,
             True,
-            [item],
+            served,
             reason,
             answer=entry.answer,
-            quote=entry.quote,
+            quote=entry.quote or None,
             served=how,
             entry_id=entry.id,
         )
@@ -754,7 +788,8 @@ class FallbackRetriever:
         if not self.answers or result.hit or said_nothing(answer):
             return None
         found = best_source(answer, result.query, [(h.doc_id, h.text) for h in result.items])
-        if found is None:
+        if found is None:  # not verified: kept for the question's exact repeats only
+            await offload(self.verified.remember_repeat, result.query, answer, result.items)
             return None
         doc_id, sentence = found
         return await self._keep(result.query, answer, "miss", doc_id, sentence)

@@ -39,14 +39,20 @@ from typing import Any
 from cos_integrations.storage.db import StorePart
 from cos_integrations.text import question_key
 
-__all__ = ["AnswerEntry", "AnswerEntries", "ANSWER_ORIGINS", "question_key"]
+__all__ = ["AnswerEntry", "AnswerEntries", "ANSWER_ORIGINS", "REPEAT", "question_key"]
 
 # Where an entry's answer came from, the strongest reading of the source first: a refine
 # job read the whole source, a miss its top chunks, a hit the summary's sentences (and the
 # source was found to hold the answer), a check one verified entry's source sentence (a
 # reworded question answered from it as the entry was). A weaker reading never replaces a
-# stronger one.
-ANSWER_ORIGINS: tuple[str, ...] = ("refine", "miss", "hit", "check")
+# stronger one. Last, not verified: a repeat, the source chunks' answer to a question when
+# no sentence of the source holds it verbatim, kept with no quote and with what it was read
+# from (``citation``: the chunks and their documents' texts) so that the same question over
+# the same chunks is not paid for again (what an exact-prompt cache does); served to an
+# exact repeat only, never to a rewording.
+ANSWER_ORIGINS: tuple[str, ...] = ("refine", "miss", "hit", "check", "repeat")
+# the one origin that is not verified against a sentence of the source
+REPEAT = "repeat"
 
 
 @dataclass
@@ -96,12 +102,12 @@ class AnswerEntries(StorePart):
         ``content_hash``: the text it was verified on (default: the document's current
         text); an answer verified on a text that is no longer current is not kept. An entry
         for the same question from an equal or stronger reading
-        (:data:`ANSWER_ORIGINS`) stays; a weaker one is replaced. Returns the entry kept
-        (new or replaced), ``None`` when nothing changed."""
+        (:data:`ANSWER_ORIGINS`) stays; a weaker one is replaced. A ``"repeat"`` has no
+        quote. Returns the entry kept (new or replaced), ``None`` when nothing changed."""
         if origin not in ANSWER_ORIGINS:
             raise ValueError(f"origin must be one of {ANSWER_ORIGINS}, not {origin!r}")
         key = question_key(question)
-        if not key or not answer.strip() or not quote.strip():
+        if not key or not answer.strip() or (not quote.strip() and origin != REPEAT):
             return None
         with self._tx() as tx:
             doc = tx.execute(
@@ -118,7 +124,9 @@ class AnswerEntries(StorePart):
             ).fetchone()
             if old is not None:
                 current = old["content_hash"] == _current_hash(tx, old["id"])
-                if current and _rank(old["origin"]) <= _rank(origin):
+                # a repeat gives way to the newer read of the same question
+                newer = origin == REPEAT == old["origin"]
+                if current and _rank(old["origin"]) <= _rank(origin) and not newer:
                     return None
                 tx.execute("DELETE FROM answers WHERE id=?", (old["id"],))
             row = tx.execute(

@@ -183,6 +183,44 @@ def test_a_miss_answered_from_its_chunks_is_kept_when_the_source_holds_the_answe
     assert len(model.calls) == calls + 1
 
 
+def test_an_unverified_answer_is_served_to_an_exact_repeat_over_the_same_chunks_only(filled):
+    """Issue 56 goal "exact repeats served without a model call": an answer no sentence of
+    the source holds is kept with no quote ("repeat") and served to the same question
+    with no call while it reads the same chunks of the same texts (what an exact-prompt
+    cache does), never to a rewording; a verified answer replaces it; a changed text of
+    any chunk it read sends the question the usual way again."""
+    index, engine, model = filled
+    ret = retriever(index, model, rule=UNREACHABLE, refine_on_miss="off")
+    q = "What is the garden item 6?"
+    miss = ret.retrieve(q)
+    assert ret.remember(miss, "value 9z") is None  # not verified
+    kept = index.store.answer_for(question_key(q))
+    assert (kept.origin, kept.answer, kept.quote) == ("repeat", "value 9z", "")
+    assert index.answers.get(where={"doc_id": kept.doc_id})["ids"] == []  # not indexed
+    calls = len(model.calls)
+    again = ret.retrieve(" what is the GARDEN item 6 ")
+    assert again.hit and again.served == "repeat" and again.answer == "value 9z"
+    assert again.quote is None and len(model.calls) == calls and again.usage.calls == 0
+    assert [h.id for h in again.items] == [h.id for h in miss.items]  # what it was read from
+    assert {h.metadata["cos_served"] for h in again.items} == {"repeat"}
+    assert not ret.retrieve("Which value does the garden item 6 have?").served
+    assert ret.remember(miss, "value 6g").origin == "miss"  # verified: takes its place
+    assert ret.retrieve(q).served == "exact"
+    # the same question over changed texts is asked again
+    q2 = "What is the lease item 3?"
+    first = ret.retrieve(q2)
+    assert len({h.doc_id for h in first.items}) == 2
+    ret.remember(first, "value 77q")
+    assert ret.retrieve(q2).served == "repeat"
+    other = first.items[1].doc_id
+    changed = make_document(8, topic=other).replace("value 1", "value 1q")
+    doc = SourceDocument(doc_id=other, text=changed, source=f"{other}.txt", title=other)
+    asyncio.run(index.aingest([doc], engine))
+    later = ret.retrieve(q2)
+    assert not later.hit and not later.served
+    assert [h.id for h in later.items] == [h.id for h in first.items]  # the same chunks
+
+
 def test_a_hit_whose_answer_the_source_holds_is_kept(filled):
     index, _, model = filled
     ret = retriever(index, model)
