@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from cos_integrations.cli.common import (
     AnswerSimilarityOpt,
@@ -27,250 +26,58 @@ from cos_integrations.cli.common import (
     rule_levers,
     setup_logging,
 )
+from cos_integrations.cli.eval_options import (
+    AnswerCacheOpt,
+    CallRecordOpt,
+    ConcurrencyOpt,
+    ContextOpt,
+    DataOpt,
+    DeepenOpt,
+    DistractorsOpt,
+    HeldoutOpt,
+    HitAblationOpt,
+    IterationsOpt,
+    KOpt,
+    LimitOpt,
+    MaxErrorOpt,
+    MethodsOpt,
+    MixOpt,
+    OracleOpt,
+    OutOpt,
+    ParaphrasesOpt,
+    PerIterationOpt,
+    PlotOpt,
+    PresetOpt,
+    RefineEveryOpt,
+    RefineFromTrafficOpt,
+    RefineMinAsksOpt,
+    RepeatTrafficOpt,
+    RewordingsOpt,
+    RouterOpt,
+    RoutingCheckOpt,
+    StreamOpt,
+    StreamSeedOpt,
+    SummariesFromOpt,
+    SummaryMethodOpt,
+    TestHalfOpt,
+    TrainOpt,
+    ValOpt,
+    VerboseOpt,
+    WordsOpt,
+)
+from cos_integrations.cli.eval_output import print_result
 from cos_integrations.defaults import (
     DEFAULT_K,
     DEFAULT_PRESET,
     DEFAULT_REFINE_MIN_ASKS,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
-    PresetChoice,
 )
 from cos_integrations.research.jsonl import existing, read_jsonl
 
 __all__ = ["app"]
 
 app = typer.Typer()
-
-
-# The options of `cos eval`, by what they set (one --help panel each).
-DATA, SUMMARISERS = "What is evaluated", "Summarisers (one CoSConfig)"
-RETRIEVAL, RUN = "Retrieval methods (one RetrievalEvalOptions)", "The run"
-# What is evaluated:
-DataOpt = Annotated[
-    Path, typer.Option("--data", help="JSONL: doc_id, title, text, qas.", rich_help_panel=DATA)
-]
-OutOpt = Annotated[Path, typer.Option("--out", help="Results JSON.", rich_help_panel=DATA)]
-LimitOpt = Annotated[int | None, typer.Option(help="First N documents.", rich_help_panel=DATA)]
-DistractorsOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="rag/fallback/peers: JSONL of documents indexed beside --data and never "
-        "asked about (a collection of real size); their summaries come from the same "
-        "strategies or --summaries-from.",
-        rich_help_panel=DATA,
-    ),
-]
-MethodsOpt = Annotated[
-    str,
-    typer.Option(
-        help="Comma-separated methods (default: the product beside plain chunk RAG, in "
-        "rank and in document order). Retrieval: fallback, rag, rag-focused, rag-ordered, "
-        "rag-contextual, right-doc; on a --stream, fallback+llamaindex and "
-        "fallback+langchain (the product through CoSQueryEngine / create_cos_qa_chain, "
-        "tokens counted by the frameworks' callbacks); peers (the 'peers' extra): "
-        "doc-summary, raptor, multi-vector, parent-doc; summary methods: cos, zero-shot, "
-        "density, content, reference, ...",
-        rich_help_panel=DATA,
-    ),
-]
-HeldoutOpt = Annotated[
-    int, typer.Option(help="Human test questions per doc.", rich_help_panel=DATA)
-]
-# The summarisers (one CoSConfig: the preset, with the options given set over it):
-TrainOpt = Annotated[
-    int | None,
-    typer.Option(help="Synthetic refinement questions.", rich_help_panel=SUMMARISERS),
-]
-ValOpt = Annotated[
-    int | None,
-    typer.Option(help="Synthetic validation questions.", rich_help_panel=SUMMARISERS),
-]
-IterationsOpt = Annotated[
-    int | None, typer.Option(help="CoS iterations (i).", rich_help_panel=SUMMARISERS)
-]
-PerIterationOpt = Annotated[int | None, typer.Option(help="iq.", rich_help_panel=SUMMARISERS)]
-WordsOpt = Annotated[
-    int | None, typer.Option(help="Summary length budget.", rich_help_panel=SUMMARISERS)
-]
-ContextOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="Model context; longer documents are split into sections.", rich_help_panel=SUMMARISERS
-    ),
-]
-PresetOpt = Annotated[
-    PresetChoice | None,
-    typer.Option(
-        help="A named CoSConfig preset (default: tiered, what cos ingest ships; paper: the "
-        "paper's loop); the summariser options above, where given, are set over it.",
-        rich_help_panel=SUMMARISERS,
-    ),
-]
-OracleOpt = Annotated[
-    bool,
-    typer.Option(
-        help="cos: also answer the test questions from every iteration.",
-        rich_help_panel=SUMMARISERS,
-    ),
-]
-# The retrieval methods (one RetrievalEvalOptions, its HitRule from the rule levers):
-RefineFromTrafficOpt = Annotated[
-    bool,
-    typer.Option(
-        help="fallback: ask half the questions as traffic, refine, re-test the other half.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-KOpt = Annotated[
-    int, typer.Option("--k", min=1, help="rag/fallback: top-k.", rich_help_panel=RETRIEVAL)
-]
-SummaryMethodOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="rag/fallback: whose summaries the index holds (default: the preset's ingest "
-        "strategy, as cos ingest would index); several, comma-separated, "
-        "build one index each and one fallback[STRATEGY] row each.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-SummariesFromOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="rag/fallback: reuse the summaries recorded in this .docs.jsonl "
-        "(or its packed .docs.jsonl.gz).",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-DeepenOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="refine-from-traffic: then run cos or cos-extract rounds on the documents "
-        "that got traffic (the tiered mode).",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-RepeatTrafficOpt = Annotated[
-    bool,
-    typer.Option(
-        help="refine-from-traffic: then ask the traffic questions again, and a "
-        "model-written paraphrase of each.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-ParaphrasesOpt = Annotated[
-    bool,
-    typer.Option(
-        help="repeat-traffic: ask a model-written paraphrase of each traffic question too.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-RoutingCheckOpt = Annotated[
-    bool,
-    typer.Option(
-        help="fallback: the model judge's routing check (the best summary's document must "
-        "hold the top source chunk); --no-routing-check only to measure what it does.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-HitAblationOpt = Annotated[
-    bool,
-    typer.Option(
-        help="fallback: answer each hit again from its summary sentences, its chunk "
-        "sentences and its whole best chunk alone.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-TestHalfOpt = Annotated[
-    bool,
-    typer.Option(
-        "--test-half/--all-questions",
-        help="rag/fallback/peers: ask only the second half of each document's questions; "
-        "the first half calibrates fallback's threshold, as an index calibrates on the "
-        "questions people asked (--all-questions: every question, the threshold given or "
-        "the uncalibrated default).",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-AnswerCacheOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="rag/fallback: JSONL cache of answers by exact prompt, across runs.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-MaxErrorOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--max-error",
-        min=0.0,
-        max=1.0,
-        help="fallback: the router's bound on summary answers that disagree with the "
-        "source (default 0.02); 1 or more never checked: use --no-router.",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-RouterOpt = Annotated[
-    bool,
-    typer.Option(
-        "--router/--no-router",
-        help="fallback: learn from checks against the source where summaries may answer "
-        "(--no-router: the hit rule alone decides, as before 0.3).",
-        rich_help_panel=RETRIEVAL,
-    ),
-]
-# The stream (cos eval --stream N):
-STREAM = "A stream of asks where questions come back (--stream N)"
-StreamOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--stream",
-        min=1,
-        help="Instead of each test question once: a stream of N asks (new questions, exact "
-        "repeats, rewordings; earlier questions drawn by Zipf popularity) through every row: "
-        "fallback, rag, rag-ordered, rag behind an exact-prompt cache and a semantic cache "
-        "(its default bar and its best); --distractors make the collection.",
-        rich_help_panel=STREAM,
-    ),
-]
-MixOpt = Annotated[
-    str,
-    typer.Option(help="new/exact/reworded shares of the stream.", rich_help_panel=STREAM),
-]
-StreamSeedOpt = Annotated[int, typer.Option(help="The stream's draws.", rich_help_panel=STREAM)]
-RefineEveryOpt = Annotated[
-    int,
-    typer.Option(
-        min=0, help="fallback: a refine pass every N asks (0: none).", rich_help_panel=STREAM
-    ),
-]
-RefineMinAsksOpt = Annotated[
-    int,
-    typer.Option(
-        min=1,
-        help="fallback: refine a question once it missed this often (2: when it came back).",
-        rich_help_panel=STREAM,
-    ),
-]
-RewordingsOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="JSONL of rewordings by question (kept; default OUT.rewordings.jsonl): "
-        "model-written where missing.",
-        rich_help_panel=STREAM,
-    ),
-]
-CallRecordOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="JSONL of the stream's model calls by exact request (default OUT.calls.jsonl): "
-        "a rerun replays and charges them.",
-        rich_help_panel=STREAM,
-    ),
-]
-# The run:
-ConcurrencyOpt = Annotated[int, typer.Option(min=1, rich_help_panel=RUN)]
-PlotOpt = Annotated[Path | None, typer.Option("--plot", help="PNG figure.", rich_help_panel=RUN)]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel=RUN)]
 
 
 @app.command("eval")
@@ -383,7 +190,7 @@ def eval_command(
         "distractors": extra,
     }
     result = _run(docs, run, model=model, base_url=base_url, local_model=local_model)
-    _print_result(result)
+    print_result(result)
     console.print(f"wrote {out}")
     _finish(result, plot, out)
 
@@ -547,91 +354,3 @@ def _config(preset: str | None, **options: int | None):
 
     given = {name: value for name, value in options.items() if value is not None}
     return CoSConfig.preset(preset or DEFAULT_PRESET, **given)
-
-
-def _print_result(result: dict) -> None:
-    """The stream's table; or the summary methods' table, the retrieval table and the
-    hit-context ablation."""
-    if result.get("stream"):
-        from cos_integrations.research.stream_eval import (
-            STREAM_COLUMNS,
-            framework_lines,
-            stream_table,
-        )
-
-        got = result["stream"]
-        title = (
-            f"{got['asks']} asks ({' / '.join(str(v) for v in got['kinds'].values())} new / "
-            f"exact / reworded) over {got['documents']} documents"
-        )
-        table = Table(*STREAM_COLUMNS, title=title)
-        for row in stream_table(got):
-            table.add_row(*(escape(c) for c in row))
-        console.print(table)
-        refine = got.get("refine") or {}
-        if refine.get("jobs"):
-            console.print(
-                f"fallback's refine jobs: {refine['jobs']} ({refine['outcomes']}), "
-                f"{refine['prompt_tokens']:,} prompt tokens (in its row)"
-            )
-        for line in framework_lines(got.get("frameworks") or {}):
-            console.print(line)
-        return
-    from cos_integrations.research.evaluation import (
-        ABLATION_COLUMNS,
-        RETRIEVAL_COLUMNS,
-        ablation_table,
-        is_retrieval,
-        retrieval_table,
-    )
-
-    table = Table(
-        "method",
-        "docs",
-        "held-out F1",
-        "EM",
-        "summary tok",
-        "source tok",
-        "calls/doc",
-        "prompt tok/doc",
-        "cached tok/doc",
-        "s/doc",
-        "extra",
-    )
-    for method, m in result["methods"].items():
-        if is_retrieval(method):
-            continue
-        extra = ""
-        if "oracle_heldout_f1" in m:
-            extra = f"oracle F1 {m['oracle_heldout_f1']:.3f}"
-        table.add_row(
-            method,
-            str(m.get("docs", 0)),
-            f"{m.get('heldout_f1', 0):.3f}",
-            f"{m.get('heldout_em', 0):.3f}",
-            f"{m.get('summary_tokens', 0):.0f}",
-            f"{m.get('source_tokens', 0):.0f}",
-            f"{m.get('calls_per_doc', 0):.1f}",
-            f"{m.get('prompt_tokens_per_doc', 0):.0f}",
-            f"{m.get('cached_tokens_per_doc', 0):.0f}",
-            f"{m.get('seconds_per_doc', 0):.1f}",
-            extra,
-        )
-    if table.row_count:
-        console.print(table)
-    rows = retrieval_table(result["methods"])
-    if rows:
-        # one column a method, one row a measure (those some method has): it reads at any
-        # width, where the 17 measures side by side did not fit a terminal
-        side = Table("", *(escape(row[0]) for row in rows), title="retrieval, per question")
-        for i, measure in enumerate(RETRIEVAL_COLUMNS[1:], 1):
-            cells = [row[i] for row in rows]
-            if any(cells):
-                side.add_row(measure, *(escape(c) for c in cells))
-        console.print(side)
-    ablation = ablation_table(result["methods"])
-    if ablation:
-        cut = Table(*ABLATION_COLUMNS, title="the same hits, answered from each part (F1)")
-        for row in ablation:
-            cut.add_row(*(escape(c) for c in row))
-        console.print(cut)
