@@ -744,10 +744,7 @@ class FallbackRetriever:
             source=(doc.source if doc else "") or entry.doc_id,
             title=(doc.title if doc else "") or entry.doc_id,
         )
-        served = [item]
-        if items:  # the chunks, with what the entry says of them
-            meta = {k: v for k, v in item.metadata.items() if k.startswith("cos_")}
-            served = [dataclasses.replace(h, metadata={**h.metadata, **meta}) for h in items]
+        served = items or [item]
         for h in served:
             h.metadata["cos_hit"] = True
         self.hits += 1

@@ -202,7 +202,10 @@ def test_an_unverified_answer_is_served_to_an_exact_repeat_over_the_same_chunks_
     assert again.hit and again.served == "repeat" and again.answer == "value 9z"
     assert again.quote is None and len(model.calls) == calls and again.usage.calls == 0
     assert [h.id for h in again.items] == [h.id for h in miss.items]  # what it was read from
-    assert {h.metadata["cos_served"] for h in again.items} == {"repeat"}
+    assert all(h.kind == "chunk" and h.metadata["cos_hit"] for h in again.items)
+    # what a framework's documents / nodes carry: the answer, and how it was served
+    meta = retrieval.item_metadata(again, again.items[0], "garden.txt")
+    assert (meta["cos_served"], meta["cos_answer"]) == ("repeat", "value 9z")
     assert not ret.retrieve("Which value does the garden item 6 have?").served
     assert ret.remember(miss, "value 6g").origin == "miss"  # verified: takes its place
     assert ret.retrieve(q).served == "exact"
