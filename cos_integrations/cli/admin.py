@@ -220,7 +220,8 @@ def stats(index: IndexOpt = Path("index"), store_url: StoreUrlOpt = None) -> Non
     idx = open_index(index, store_url=store_url)
     s = compute_stats(idx.store)
     console.print(
-        f"queries {s.queries}: served a verified answer {s.served}, summary hits {s.hits}, "
+        f"queries {s.queries}: served a kept answer {s.served} (of them unverified "
+        f"repeats {s.repeats}), summary hits {s.hits}, "
         f"misses {s.misses}, not in source {s.not_in_source}; answered without the source "
         f"{s.hit_rate:.0%}"
     )

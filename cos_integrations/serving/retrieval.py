@@ -733,8 +733,8 @@ class FallbackRetriever:
         *,
         items: list[SearchHit] | None = None,
     ) -> RetrievalResult:
-        """An entry's answer, served: counted as a hit (and an ``answer`` event), its
-        source sentence as the one item (a repeat's: the chunks it was read from)."""
+        """An entry's answer, served: counted as a hit (and an ``answer`` event, or a
+        ``repeat``), its source sentence as the one item (a repeat's: its chunks)."""
         store = self.index.store
         doc = await offload(store.get_document, entry.doc_id)
         item = entry_item(
@@ -750,7 +750,9 @@ class FallbackRetriever:
         self.hits += 1
         self.served += 1
         await offload(store.note_served, entry.id)
-        await offload(store.record_event, "answer", entry.doc_id, query)
+        # an event an ask: "answer" for a verified answer, "repeat" for a repeat's
+        kind = REPEAT if how == REPEAT else "answer"
+        await offload(store.record_event, kind, entry.doc_id, query)
         reason = {
             "exact": "a verified answer to the same question",
             REPEAT: "the answer the same chunks gave the same question (not verified)",

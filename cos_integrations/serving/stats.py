@@ -25,8 +25,9 @@ class DocumentStats:
 
 @dataclass
 class Stats:
-    """Each ask counted once: a summary ``hit``, a verified answer ``served`` (no model
-    call), a ``miss``, or a miss refinement had found the sources silent on
+    """Each ask counted once: a summary ``hit``, a kept answer ``served`` (no model call:
+    a verified answer, or ``repeats`` of them the unverified answer the same chunks gave an
+    exact repeat), a ``miss``, or a miss refinement had found the sources silent on
     (``not_in_source``).
 
     Examples:
@@ -36,7 +37,8 @@ class Stats:
     """
 
     hits: int = 0
-    served: int = 0  # asks a verified answer answered
+    served: int = 0  # asks a kept answer answered (verified, or a repeat's)
+    repeats: int = 0  # of those, exact repeats served an unverified answer
     misses: int = 0
     not_in_source: int = 0  # queries refinement had found the source silent on
     context_tokens: int = 0
@@ -79,7 +81,8 @@ WITH src AS (
     SELECT doc_id, MAX(source_tokens) AS tokens FROM summary_versions GROUP BY doc_id
 )
 SELECT {day} AS day, SUM(CASE WHEN e.kind='hit' THEN 1 ELSE 0 END) AS hits,
-    SUM(CASE WHEN e.kind='answer' THEN 1 ELSE 0 END) AS served,
+    SUM(CASE WHEN e.kind IN ('answer', 'repeat') THEN 1 ELSE 0 END) AS served,
+    SUM(CASE WHEN e.kind='repeat' THEN 1 ELSE 0 END) AS repeats,
     SUM(CASE WHEN e.kind='miss' THEN 1 ELSE 0 END) AS misses, COUNT(*) AS queries,
     SUM(e.context_tokens) AS context, COALESCE(SUM(src.tokens), 0) AS full_docs
 FROM events e LEFT JOIN src ON src.doc_id=e.doc_id
@@ -104,6 +107,7 @@ def compute_stats(store: SummaryStore) -> Stats:
     for r in store.query(_DAYS.format(day=store.backend.day("e.at"))):
         s.hits += r["hits"]
         s.served += r["served"]
+        s.repeats += r["repeats"]
         s.misses += r["misses"]
         s.not_in_source += r["queries"] - r["hits"] - r["served"] - r["misses"]
         s.context_tokens += r["context"]

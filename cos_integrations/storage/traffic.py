@@ -48,9 +48,9 @@ class TrafficLog(StorePart):
     def record_event(
         self, kind: str, doc_id: str | None, query: str, *, context_tokens: int = 0
     ) -> None:
-        """Log a ``hit``, ``miss`` or ``not_in_source`` for stats: one append-only INSERT in
-        autocommit (no explicit transaction, no lock beyond the row's; on PostgreSQL
-        concurrent queries never wait for each other here)."""
+        """Log a ``hit``, ``miss``, ``not_in_source``, ``answer`` or ``repeat`` for stats:
+        one append-only INSERT in autocommit (no explicit transaction, no lock beyond the
+        row's; on PostgreSQL concurrent queries never wait for each other here)."""
         self._conn().execute(
             "INSERT INTO events(at, kind, doc_id, query, context_tokens) VALUES(?,?,?,?,?)",
             (time.time(), kind, doc_id, query, context_tokens),

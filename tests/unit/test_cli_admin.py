@@ -67,8 +67,9 @@ def test_review_history_pin_revert(built, tmp_path):
 
 
 def test_stats_counts_each_ask_once_and_break_even(built):
-    """A summary hit, a miss, a miss known not to be in the source and a served verified
-    answer: four asks, each counted once."""
+    """A summary hit, a miss, a miss known not to be in the source, a served verified
+    answer, a miss and its exact repeat served the unverified answer: six asks, each
+    counted once."""
     ret = FallbackRetriever(built, rule=HitRule(threshold=0.0))
     ret.retrieve("garden item")
     never = FallbackRetriever(built, rule=HitRule(threshold=0.999))
@@ -84,10 +85,16 @@ def test_stats_counts_each_ask_once_and_break_even(built):
     word = sentence.split()[-1].strip(".")
     entry = built.store.put_answer(doc.doc_id, "What word?", word, sentence, "miss")
     assert entry is not None and never.retrieve("What word?").served == "exact"
+    # a miss whose answer no source sentence holds, then its exact repeat: two asks
+    miss = never.retrieve("Which colour is the gate?")
+    assert never.remember(miss, "zzz-unheld") is None  # kept as a repeat, not verified
+    assert never.retrieve("Which colour is the gate?").served == "repeat"
     out = cli("stats", "--index", str(built.path))
     assert out.exit_code == 0
-    assert "queries 4: served a verified answer 1, summary hits 1, misses 1, not in source 1" in (
-        " ".join(out.stdout.split())
+    said = " ".join(out.stdout.split())
+    assert (
+        "queries 6: served a kept answer 2 (of them unverified repeats 1), summary hits 1, "
+        "misses 2, not in source 1" in said
     )
     assert "answered without the source 50%" in out.stdout and "break-even" in out.stdout
     built.store.record_check(doc.doc_id, "Q?", 0.9, "a", "b", False)
