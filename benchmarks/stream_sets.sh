@@ -9,8 +9,10 @@
 # shared by exact prompt (answers-sets.jsonl, so a one-question run's answers are reused),
 # every other call kept by request (calls-stream-SET.jsonl), rewordings kept
 # (rewordings-SET.jsonl): a rerun with other product settings pays only what differs.
-# Alone on the CPU.
-#   [SETS="squad covid"] [ASKS=400] [TAG=stream] [METHODS=...] [EXTRA=...] bash benchmarks/stream_sets.sh
+# A longer stream writes rewordings of more questions into its book, and a shorter stream
+# built from that book draws other rewordings: give a longer stream its own book (BOOK=,
+# e.g. BOOK=rewordings-squad1000 for the 1,000-ask SQuAD stream). Alone on the CPU.
+#   [SETS="squad covid"] [ASKS=400] [TAG=stream] [METHODS=...] [EXTRA=...] [BOOK=...] bash benchmarks/stream_sets.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -27,7 +29,7 @@ for set in $SETS; do
   cos eval --data "$s.jsonl" --distractors "$s-distractors.jsonl" --local-model default \
     --methods "$METHODS" --summaries-from "$s-summaries.docs.jsonl" \
     --answer-cache benchmarks/results/answers-sets.jsonl --stream "$ASKS" \
-    --rewordings "benchmarks/results/rewordings-$set.jsonl" \
+    --rewordings "benchmarks/results/${BOOK:-rewordings-$set}.jsonl" \
     --call-record "benchmarks/results/calls-stream-$set.jsonl" ${EXTRA:-} \
     --out "$out" --plot "benchmarks/results/$TAG-$set.png"
   echo "$set: $(( $(date +%s) - start )) s"
