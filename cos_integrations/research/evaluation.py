@@ -142,21 +142,27 @@ async def run_eval(
             on_progress,
         )
     for i, source in enumerate(sources):
+        summaries = recorded_summaries(source, retrieval.summaries_from, run_log.done, everything)
+        # what the questioned documents' summaries cost (distractors may be cheaper)
+        ingest[retrieval.label(source)] = ingest_costs(
+            [summaries[d.doc_id] for d in docs if d.doc_id in summaries]
+        )
         # rag, rag-focused and right-doc read only the chunks, the same in every index
-        rows = [m for m in wanted if i == 0 or m == "fallback"]
-        ingest[retrieval.label(source)] = await _source_rows(
+        index_dir = run_log.index_dir(source if len(sources) > 1 else None)
+        await retrieval_rows(
             llm,
-            docs,
             everything,
-            source,
-            rows,
+            summaries,
             config,
-            retrieval,
+            [m for m in wanted if i == 0 or m == "fallback"],
             refine_from_traffic,
-            run_log,
+            retrieval,
+            index_dir,
+            run_log.done,
+            run_log.write,
             model_name,
             answer_cache,
-            many=len(sources) > 1,
+            label=retrieval.label(source),
         )
     if peers:
         split = retrieval.test_half or refine_from_traffic
@@ -178,44 +184,6 @@ async def run_eval(
     }
     out.write_text(json.dumps(result, indent=2))
     return result
-
-
-async def _source_rows(
-    llm: ChatModel,
-    docs: list[EvalDoc],
-    everything: list[EvalDoc],
-    source: str,
-    rows: list[str],
-    config: CoSConfig,
-    retrieval: RetrievalEvalOptions,
-    refine_from_traffic: bool,
-    run_log: _RunLog,
-    model_name: str,
-    answer_cache: Path | None,
-    *,
-    many: bool,
-) -> dict[str, Any]:
-    """The retrieval ``rows`` over the index of one summary ``source`` (its own directory
-    when there are ``many``); returns what the questioned documents' summaries cost
-    (distractors may be cheaper)."""
-    summaries = recorded_summaries(source, retrieval.summaries_from, run_log.done, everything)
-    costs = ingest_costs([summaries[d.doc_id] for d in docs if d.doc_id in summaries])
-    await retrieval_rows(
-        llm,
-        everything,
-        summaries,
-        config,
-        rows,
-        refine_from_traffic,
-        retrieval,
-        run_log.index_dir(source if many else None),
-        run_log.done,
-        run_log.write,
-        model_name,
-        answer_cache,
-        label=retrieval.label(source),
-    )
-    return costs
 
 
 async def _stream(
