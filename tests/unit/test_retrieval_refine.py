@@ -769,6 +769,29 @@ def test_the_router_learns_from_checks_where_summaries_may_answer(filled):
         FallbackRetriever(index, max_error=1.5)
 
 
+def test_the_routers_checks_fall_as_its_estimate_firms_up():
+    """Issue 57: exploration falls as the estimate firms up. While it is uncertain every
+    question is checked; once the bound is clearly missed (or met), the share checked falls
+    under the floor and keeps falling with every check that confirms it, so a verdict more
+    checks cannot change stops costing judge calls. The sample is a hash of the question:
+    a smaller rate checks a subset of what a larger one checked."""
+    from cos_integrations.serving.router import CHECK_FLOOR, Router
+
+    router = Router(max_error=0.02)
+    assert router.check_rate(2, 0) == 1.0  # uncertain: every question checked
+    missed = [router.check_rate(n, n // 3) for n in (3, 9, 30, 90)]
+    met = [router.check_rate(n, 0) for n in (150, 300, 600)]
+    for rates in (missed, met):
+        assert all(0.0 < r < CHECK_FLOOR for r in rates)
+        assert rates == sorted(rates, reverse=True) and rates[-1] < rates[0] / 2
+    asks = [f"What is item {i}?" for i in range(2000)]
+    wide = {q for q in asks if router.mode(q, 150, 0) == "check"}
+    narrow = {q for q in asks if router.mode(q, 600, 0) == "check"}
+    assert narrow < wide and len(narrow) < 0.02 * len(asks) < len(wide)
+    assert all(router.mode(q, 600, 0) == "summary" for q in set(asks) - narrow)
+    assert all(router.mode(q, 9, 3) == "chunks" for q in asks[:50] if q not in wide)
+
+
 def test_a_check_with_a_background_refiner_is_judged_off_the_callers_latency(filled):
     """Issue 57 item 1: where the retriever runs a background refiner, a check returns the
     chunks with no judge call on the caller's time; the summary path is judged on the
