@@ -1,5 +1,9 @@
 """The router's checks: a question the summary path answered, also answered from the
 source chunks, and whether the two answers agreed (:mod:`~cos_integrations.serving.router`).
+An outcome speaks for the summary and the text it was made on: when a document's current
+summary changes (a refinement published, a revert, a new summary) or its text does, its
+outcomes are dropped (:meth:`CheckLog.drop_checks`), and the router learns the new summary
+afresh instead of holding the old one's disagreements against it.
 
 Examples:
     >>> from cos_integrations.storage.store import SummaryStore
@@ -12,6 +16,7 @@ Examples:
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from cos_integrations.storage.db import StorePart
 
@@ -51,3 +56,12 @@ class CheckLog(StorePart):
             .fetchall()
         )
         return {str(r[0]): (int(r[1]), int(r[2] or 0)) for r in rows}
+
+    def drop_checks(self, doc_id: str, tx: Any = None) -> None:
+        """Forget the outcomes of ``doc_id``'s checks (its summary or its text changed: they
+        were about another reading)."""
+        if tx is not None:
+            tx.execute("DELETE FROM checks WHERE doc_id=?", (doc_id,))
+            return
+        with self._tx() as own:
+            own.execute("DELETE FROM checks WHERE doc_id=?", (doc_id,))

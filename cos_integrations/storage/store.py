@@ -278,8 +278,9 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog, AnswerEntries, Chec
         """Record a document's text; returns True when it is new or its content changed.
 
         A changed text drops what was verified on the old one: the document's verified
-        answers, its "not in source" records and the questions misses added to its bank
-        (a refine job read them off the old text); a later ask reads the new text."""
+        answers, its "not in source" records, the questions misses added to its bank
+        (a refine job read them off the old text) and the router's checks of it; a later
+        ask reads the new text."""
         digest = content_hash(text)
         now = time.time()
         with self._tx() as tx:
@@ -305,6 +306,7 @@ class SummaryStore(SummaryVersions, RefineQueue, TrafficLog, AnswerEntries, Chec
             )
             if changed:
                 self.drop_answers(doc_id, tx)
+                self.drop_checks(doc_id, tx)
                 tx.execute("DELETE FROM not_in_source WHERE doc_id=?", (doc_id,))
                 tx.execute("DELETE FROM questions WHERE doc_id=? AND origin='miss'", (doc_id,))
             return changed

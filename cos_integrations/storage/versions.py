@@ -20,7 +20,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cos_integrations.storage.db import StoreError, StorePart
+from cos_integrations.storage.checks import CheckLog
+from cos_integrations.storage.db import StoreError
 from cos_integrations.storage.records import DocumentRecord, SummaryVersion
 from cos_integrations.summarize.questions import QAPair
 from cos_integrations.summarize.result import CoSResult
@@ -28,8 +29,9 @@ from cos_integrations.summarize.result import CoSResult
 __all__ = ["SummaryVersion", "SummaryVersions"]
 
 
-class SummaryVersions(StorePart):
-    """Summary versions and question banks over the store's connection."""
+class SummaryVersions(CheckLog):
+    """Summary versions and question banks over the store's connection (a new current
+    summary drops the router's checks of the old one: :meth:`CheckLog.drop_checks`)."""
 
     def get_document(self, doc_id: str) -> DocumentRecord | None:  # provided by the store
         raise NotImplementedError
@@ -84,6 +86,7 @@ class SummaryVersions(StorePart):
                     " updated_at=? WHERE doc_id=?",
                     (version, time.time(), doc_id),
                 )
+                self.drop_checks(doc_id, tx)  # the router's outcomes were the old summary's
         return version
 
     def publish_version(
@@ -144,6 +147,7 @@ class SummaryVersions(StorePart):
                     " updated_at=? WHERE doc_id=?",
                     (version, pinned, time.time(), doc_id),
                 )
+                self.drop_checks(doc_id, tx)
         return version
 
     def set_current(
@@ -176,6 +180,7 @@ class SummaryVersions(StorePart):
                 "UPDATE documents SET current_version=?, updated_at=? WHERE doc_id=?",
                 (version, time.time(), doc_id),
             )
+            self.drop_checks(doc_id, tx)
         return True
 
     def set_pinned(self, doc_id: str, pinned: bool) -> None:

@@ -183,6 +183,36 @@ def test_a_refine_job_is_not_run_twice_on_the_same_text(store):
     assert store.enqueue("d1", "When is rent due?") not in (None, job)
 
 
+def test_the_routers_checks_of_a_summary_go_when_the_summary_or_its_text_changes(store):
+    """Issue 57: a check's outcome is about the summary that answered. A new summary (a
+    refinement published, a revert, a fresh run) or a new text drops the document's
+    outcomes, so the router learns the new summary afresh instead of holding the old one's
+    disagreements against it; other documents' outcomes stay; a pinned document's
+    suggestion changes nothing until it is accepted."""
+    for doc in ("d1", "d2"):
+        store.upsert_document(doc, f"Rent of {doc} is due on the 5th.")
+        store.publish_version(doc, "Rent: 5th.", expected_version=None, created_by="cos")
+
+    def disagree(doc: str, n: int = 2) -> None:
+        for i in range(n):
+            store.record_check(doc, f"Q{i}?", 0.9, "the 4th", "the 5th", False)
+
+    disagree("d1")
+    disagree("d2")
+    assert store.check_counts() == (4, 4)
+    store.publish_version("d1", "Rent: the 5th.", expected_version=1, created_by="refine")
+    assert store.check_counts_by_document() == {"d2": (2, 2)}
+    disagree("d1")
+    store.set_current("d1", 1)  # a revert
+    assert store.check_counts() == (2, 2)
+    disagree("d1")
+    store.upsert_document("d1", "Rent of d1 is due on the 6th.")  # a new text
+    assert store.check_counts_by_document() == {"d2": (2, 2)}
+    store.set_pinned("d2", True)
+    store.publish_version("d2", "Refined.", expected_version=1, created_by="refine")
+    assert store.check_counts() == (2, 2)  # a suggestion: the served summary is the same
+
+
 def test_open_without_schema_and_newer_schema_are_clear_errors(store_url, store):
     store.upsert_document("d1", "x")
     store.backend.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
