@@ -1,7 +1,7 @@
 """The router with a stronger model behind the same retriever, the same settings: the
 gold answers stand in for the model (an *oracle*), on the stream of ``stream_sets.sh``.
 
-    python benchmarks/router_oracle.py [--set squad] [--asks 400]
+    python benchmarks/router_oracle.py [--set squad] [--asks 400] [--tag stream]
 
 The oracle answers every call the product and ``rag`` make as a model that reads perfectly
 would: the judge (a grounded reply) quotes the sentence of its text that holds a gold
@@ -9,7 +9,7 @@ answer and gives that answer, or the empty pair when its text holds none; an ans
 gives the gold answer its text holds, or "I don't know". So the summary path is right
 exactly where the summary kept the answer, and the chunks exactly where they hold it. The
 router (``max_error`` 0.02, shipped) then learns from its checks what it learned from the
-1.5B model's (``stream-SET.json``): how often a summary answer disagrees with the source,
+1.5B model's (``TAG-SET.json``, ``--tag``): how often a summary answer disagrees with the source,
 and whether it may serve. No model runs; the collection's index is a copy of the 1.5B
 stream's (``stream-SET.json.stream-index-base``, run ``stream_sets.sh`` first), so nothing
 is embedded again but the questions. Refine passes are off (the oracle writes no
@@ -108,9 +108,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--set", default="squad")
     ap.add_argument("--asks", type=int, default=400)
+    ap.add_argument("--tag", default="stream", help="the recorded 1.5B run: TAG-SET.json")
     args = ap.parse_args()
     s = RESULTS / "streams" / args.set
-    recorded = RESULTS / f"stream-{args.set}.json"
+    recorded = RESULTS / f"{args.tag}-{args.set}.json"
     base = recorded.with_suffix(".json.stream-index-base")
     if not base.is_dir():
         raise SystemExit(f"{base} missing: run benchmarks/stream_sets.sh for {args.set} first")
