@@ -57,11 +57,8 @@ class CheckLog(StorePart):
         )
         return {str(r[0]): (int(r[1]), int(r[2] or 0)) for r in rows}
 
-    def drop_checks(self, doc_id: str, tx: Any = None) -> None:
-        """Forget the outcomes of ``doc_id``'s checks (its summary or its text changed: they
-        were about another reading)."""
-        if tx is not None:
-            tx.execute("DELETE FROM checks WHERE doc_id=?", (doc_id,))
-            return
-        with self._tx() as own:
-            own.execute("DELETE FROM checks WHERE doc_id=?", (doc_id,))
+    @staticmethod
+    def drop_checks(doc_id: str, tx: Any) -> None:
+        """Forget the outcomes of ``doc_id``'s checks, in the transaction ``tx`` that
+        changes its summary or its text (they were about another reading)."""
+        tx.execute("DELETE FROM checks WHERE doc_id=?", (doc_id,))
