@@ -158,16 +158,14 @@ class SummaryVersions(CheckLog):
         compare-and-swap: returns False, changing nothing, when the current version moved
         meanwhile."""
         with self._tx() as tx:
-            if expected_version is not False:
-                row = tx.execute(
-                    "SELECT current_version FROM documents WHERE doc_id=?"
-                    + self.backend.for_update,
-                    (doc_id,),
-                ).fetchone()
-                if row is None:
-                    raise KeyError(f"unknown document {doc_id!r}")
-                if row[0] != expected_version:
-                    return False
+            row = tx.execute(
+                "SELECT current_version FROM documents WHERE doc_id=?" + self.backend.for_update,
+                (doc_id,),
+            ).fetchone()
+            if row is None:
+                raise KeyError(f"unknown document {doc_id!r}")
+            if expected_version is not False and row[0] != expected_version:
+                return False
             if not tx.execute(
                 "SELECT 1 FROM summary_versions WHERE doc_id=? AND version=?", (doc_id, version)
             ).fetchone():
@@ -180,7 +178,8 @@ class SummaryVersions(CheckLog):
                 "UPDATE documents SET current_version=?, updated_at=? WHERE doc_id=?",
                 (version, time.time(), doc_id),
             )
-            self.drop_checks(doc_id, tx)
+            if row[0] != version:  # the served summary changed: its outcomes were the old one's
+                self.drop_checks(doc_id, tx)
         return True
 
     def set_pinned(self, doc_id: str, pinned: bool) -> None:

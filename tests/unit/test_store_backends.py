@@ -206,6 +206,9 @@ def test_the_routers_checks_of_a_summary_go_when_the_summary_or_its_text_changes
     store.set_current("d1", 1)  # a revert
     assert store.check_counts() == (2, 2)
     disagree("d1")
+    store.set_current("d1", 1)  # the version already served: its outcomes stay
+    assert store.check_counts() == (4, 4)
+    disagree("d1")
     store.upsert_document("d1", "Rent of d1 is due on the 6th.")  # a new text
     assert store.check_counts_by_document() == {"d2": (2, 2)}
     store.set_pinned("d2", True)
