@@ -41,16 +41,19 @@ from cos_integrations.text import question_key
 
 __all__ = ["AnswerEntry", "AnswerEntries", "ANSWER_ORIGINS", "REPEAT", "question_key"]
 
-# Where an entry's answer came from, the strongest reading of the source first: a refine
-# job read the whole source, a miss its top chunks, a hit the summary's sentences (and the
-# source was found to hold the answer), a check one verified entry's source sentence (a
-# reworded question answered from it as the entry was). A weaker reading never replaces a
-# stronger one. Last, not verified: a repeat, the source chunks' answer to a question when
+# Where an entry's answer came from, the reading that is kept first: a miss read the top
+# source chunks (what chunk RAG answers, the reference the product is never worse than), a
+# refine job the whole source (kept where the chunks' answer was not verified: on the SQuAD
+# and German streams the 1.5B model's whole-source answers replaced right chunk answers with
+# wrong ones, BENCHMARKS.md "Refinement: only where it pays"), a hit the summary's sentences
+# (and the source was found to hold the answer), a check one verified entry's source
+# sentence (a reworded question answered from it as the entry was). A later reading never
+# replaces one kept before it here. Last, not verified: a repeat, the source chunks' answer to a question when
 # no sentence of the source holds it verbatim, kept with no quote and with what it was read
 # from (``citation``: the chunks and their documents' texts) so that the same question over
 # the same chunks is not paid for again (what an exact-prompt cache does); served to an
 # exact repeat only, never to a rewording.
-ANSWER_ORIGINS: tuple[str, ...] = ("refine", "miss", "hit", "check", "repeat")
+ANSWER_ORIGINS: tuple[str, ...] = ("miss", "refine", "hit", "check", "repeat")
 # the one origin that is not verified against a sentence of the source
 REPEAT = "repeat"
 

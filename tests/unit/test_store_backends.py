@@ -117,10 +117,11 @@ def test_lease_prefers_free_documents_and_a_conflict_spends_no_attempt(store):
     assert store.job(a2).error == "boom"
 
 
-def test_verified_answers_keep_the_strongest_reading_of_the_current_text(store):
-    """Issue 56 items 1 and 4, on both backends: an entry per question key; a weaker
-    reading never replaces a stronger one, a stronger one does; an entry is served only for
-    the text it was verified on, and a changed text drops it."""
+def test_verified_answers_keep_the_first_reading_of_the_current_text(store):
+    """Issue 56 items 1 and 4, on both backends: an entry per question key; a reading
+    never replaces one kept before it (the chunks' answer before a refine job's, before a
+    hit's), one kept after it does; an entry is served only for the text it was verified
+    on, and a changed text drops it."""
     q = "When is rent due?"
     store.upsert_document("d1", "Rent is due on the 5th. Water is paid by the owner.")
     store.upsert_document("d2", "Rent is due on the 1st.")
@@ -133,9 +134,13 @@ def test_verified_answers_keep_the_strongest_reading_of_the_current_text(store):
     )
     assert miss.id != hit.id and store.answer_for(question_key(q)).doc_id == "d2"
     assert store.put_answer("d1", q, "the 5th", "Rent is due on the 5th.", "miss") is None
-    refine = store.put_answer("d1", q, "the 5th", "Rent is due on the 5th.", "refine")
-    assert store.answer_for(question_key(q)).id == refine.id
-    assert store.answer_ids([hit.id, miss.id, refine.id]) == [refine.id]
+    # the chunks' answer stays: a refine job's reading of the whole source does not replace it
+    assert store.put_answer("d1", q, "the 5th", "Rent is due on the 5th.", "refine") is None
+    assert store.answer_ids([hit.id, miss.id]) == [miss.id]
+    owner = "Who owns it?"
+    hit2 = store.put_answer("d1", owner, "Ann", "Rent is due on the 5th.", "hit")
+    refine = store.put_answer("d1", owner, "the owner", "Water is paid by the owner.", "refine")
+    assert store.answer_ids([hit2.id, refine.id]) == [refine.id]
     with pytest.raises(ValueError, match="origin"):
         store.put_answer("d1", q, "a", "b", "guess")
     water = store.put_answer(
@@ -153,8 +158,9 @@ def test_verified_answers_keep_the_strongest_reading_of_the_current_text(store):
     )
     assert len(store.answers("d1")) == 2
     store.upsert_document("d1", "Rent is due on the 7th.")
-    assert store.answers("d1") == [] and store.answer_for(question_key(q)) is None
+    assert store.answers("d1") == [] and store.answer_for(question_key(owner)) is None
     assert store.answers_by_id([water.id]) == {}
+    assert store.answer_for(question_key(q)).id == miss.id  # d2's text did not change
     old = store.get_document("d2").content_hash
     store.put_answer("d2", q, "the 1st", "Rent is due on the 1st.", "miss", content_hash=old)
     assert store.answer_for(question_key(q)).doc_id == "d2"
@@ -163,6 +169,19 @@ def test_verified_answers_keep_the_strongest_reading_of_the_current_text(store):
     assert store.answer_for(question_key(q)) is None and store.answer_count() == 1
     store.delete_document("d2")
     assert store.answer_count() == 0
+
+
+def test_a_worker_with_min_asks_takes_a_job_only_once_its_question_came_back(store):
+    """Issue 56 item 3: ``min_asks=2`` refines where a question came back and missed again,
+    not on its first miss; a job that waits counts each miss of its question once."""
+    store.upsert_document("d1", "Rent is due on the 5th.")
+    job = store.enqueue("d1", "When is rent due?")
+    assert store.lease("w1", min_asks=2) is None
+    assert store.enqueue("d1", "when is RENT due") == job  # the question came back
+    leased = store.lease("w1", min_asks=2)
+    assert (leased.id, leased.asks) == (job, 2)
+    other = store.enqueue("d1", "Who pays water?")
+    assert store.lease("w2", min_asks=2) is None and store.lease("w2").id == other
 
 
 def test_a_refine_job_is_not_run_twice_on_the_same_text(store):
