@@ -2,12 +2,17 @@
 No model call.
 
     python benchmarks/stream_table.py benchmarks/results/stream-squad.json [...]
+    python benchmarks/stream_table.py --against A.json B.json
+
 
 For each run: its rows as `cos eval` prints them (F1 over the stream and by kind of ask,
 prompt tokens with refinement included and their share of rag's, calls, the share answered
 with no call, wrong serves), as a Markdown table, and the product's asks paired with rag's
 (better / worse by F1) from the run's ``OUT.stream-rows.jsonl``; each framework row beside
 the product's, by the way an ask went (``fallback+llamaindex``, ``fallback+langchain``).
+With ``--against A.json B.json``: the product's asks in two runs of the same stream (other
+settings: a refine trigger, a bar), ask by ask: better / worse by F1 in B, asks served
+differently, and each run's refine jobs by outcome.
 """
 
 from __future__ import annotations
@@ -42,5 +47,28 @@ def main(paths: list[str]) -> None:
             print(f"\n{line}")
 
 
+def against(first: str, second: str) -> None:
+    """The product's asks of two runs of one stream, paired (the same questions in order)."""
+    runs = []
+    for path in (first, second):
+        rows = {r["method"]: r["asks"] for r in read_jsonl(path + ".stream-rows.jsonl")}
+        runs.append(rows["fallback"])
+        refine = json.loads(Path(path).read_text())["stream"].get("refine") or {}
+        print(f"{path}: refine jobs {refine.get('jobs', 0)} {refine.get('outcomes', {})}")
+    a, b = runs
+    if [x["question"] for x in a] != [y["question"] for y in b]:
+        raise SystemExit("the two runs asked different streams")
+    better = sum(y["f1"] > x["f1"] + 1e-9 for x, y in zip(a, b))
+    worse = sum(y["f1"] < x["f1"] - 1e-9 for x, y in zip(a, b))
+    served = sum(bool(x.get("served")) != bool(y.get("served")) for x, y in zip(a, b))
+    print(
+        f"{second} against {first}, ask by ask: {better} better / {worse} worse; "
+        f"{served} of {len(a)} asks served with no call in one run only"
+    )
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--against"] and len(sys.argv) == 4:
+        against(sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1:])

@@ -44,8 +44,8 @@ __all__ = ["AnswerEntry", "AnswerEntries", "ANSWER_ORIGINS", "REPEAT", "question
 # Where an entry's answer came from, the reading that is kept first: a miss read the top
 # source chunks (what chunk RAG answers, the reference the product is never worse than), a
 # refine job the whole source (kept where the chunks' answer was not verified: on the SQuAD
-# and German streams the 1.5B model's whole-source answers replaced right chunk answers with
-# wrong ones, BENCHMARKS.md "Refinement: only where it pays"), a hit the summary's sentences
+# stream the 1.5B model's whole-source answers replaced right chunk answers with wrong ones,
+# BENCHMARKS.md "Refinement: only where it pays"), a hit the summary's sentences
 # (and the source was found to hold the answer), a check one verified entry's source
 # sentence (a reworded question answered from it as the entry was). A later reading never
 # replaces one kept before it here. Last, not verified: a repeat, the source chunks' answer to a question when
