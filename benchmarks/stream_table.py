@@ -58,9 +58,9 @@ def against(first: str, second: str) -> None:
     a, b = runs
     if [x["question"] for x in a] != [y["question"] for y in b]:
         raise SystemExit("the two runs asked different streams")
-    better = sum(y["f1"] > x["f1"] + 1e-9 for x, y in zip(a, b))
-    worse = sum(y["f1"] < x["f1"] - 1e-9 for x, y in zip(a, b))
-    served = sum(bool(x.get("served")) != bool(y.get("served")) for x, y in zip(a, b))
+    better = sum(y["f1"] > x["f1"] + 1e-9 for x, y in zip(a, b, strict=True))
+    worse = sum(y["f1"] < x["f1"] - 1e-9 for x, y in zip(a, b, strict=True))
+    served = sum(bool(x.get("served")) != bool(y.get("served")) for x, y in zip(a, b, strict=True))
     print(
         f"{second} against {first}, ask by ask: {better} better / {worse} worse; "
         f"{served} of {len(a)} asks served with no call in one run only"

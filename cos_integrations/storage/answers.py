@@ -48,11 +48,11 @@ __all__ = ["AnswerEntry", "AnswerEntries", "ANSWER_ORIGINS", "REPEAT", "question
 # BENCHMARKS.md "Refinement: only where it pays"), a hit the summary's sentences
 # (and the source was found to hold the answer), a check one verified entry's source
 # sentence (a reworded question answered from it as the entry was). A later reading never
-# replaces one kept before it here. Last, not verified: a repeat, the source chunks' answer to a question when
-# no sentence of the source holds it verbatim, kept with no quote and with what it was read
-# from (``citation``: the chunks and their documents' texts) so that the same question over
-# the same chunks is not paid for again (what an exact-prompt cache does); served to an
-# exact repeat only, never to a rewording.
+# replaces one kept before it here. Last, not verified: a repeat, the source chunks' answer
+# to a question when no sentence of the source holds it verbatim, kept with no quote and
+# with what it was read from (``citation``: the chunks and their documents' texts) so that
+# the same question over the same chunks is not paid for again (what an exact-prompt cache
+# does); served to an exact repeat only, never to a rewording.
 ANSWER_ORIGINS: tuple[str, ...] = ("miss", "refine", "hit", "check", "repeat")
 # the one origin that is not verified against a sentence of the source
 REPEAT = "repeat"
