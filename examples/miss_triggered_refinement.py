@@ -38,8 +38,12 @@ async def main(index_dir: Path) -> tuple[RetrievalResult, RetrievalResult]:
         await index.aingest(docs, ChainOfSummaries(llm, config))
         print("summary v1:", index.store.current_summary(docs[0].doc_id).text)
         # the shipped hit rule (the model judge, as the retriever has a model); the
-        # retriever owns the background refiner and close() stops it
-        retriever = FallbackRetriever(index, llm=llm, k=1, refine_on_miss="background")
+        # retriever owns the background refiner and close() stops it; refine_min_asks=1
+        # refines on the first miss, to show a round (the default, 2, waits for a question
+        # to come back without a verified answer)
+        retriever = FallbackRetriever(
+            index, llm=llm, k=1, refine_on_miss="background", refine_min_asks=1
+        )
         try:
             first = await retriever.aretrieve(QUESTION)
             print(

@@ -84,7 +84,9 @@ async def main(index_dir: Path) -> None:
         print("\n== a question the summaries do not cover")
         miss = await retriever.aanswer(MISS)
         show("first ask", miss)
-        refiner = Refiner(index, engine)
+        # a round on the question's first miss, to show one (a worker's default, min_asks=2,
+        # waits for a question to come back without a verified answer)
+        refiner = Refiner(index, engine, min_asks=1)
         for o in await refiner.arun_once():
             print(f"  refine job {o.job_id} {o.doc_id}: {o.status}; source answer {o.answer!r}")
         show("after refinement", await retriever.aanswer(MISS))

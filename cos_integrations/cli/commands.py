@@ -21,6 +21,7 @@ from cos_integrations.cli.common import (
     IndexOpt,
     JudgeOpt,
     LocalOpt,
+    MinAsksOpt,
     ModelOpt,
     RetargetOpt,
     StoreUrlOpt,
@@ -38,6 +39,7 @@ from cos_integrations.defaults import (
     DEFAULT_DEEPEN_STRATEGY,
     DEFAULT_K,
     DEFAULT_PRESET,
+    DEFAULT_REFINE_MIN_ASKS,
     DEFAULT_REFINE_RETARGET,
     DEFAULT_REFINE_TEACH,
     DeepenStrategy,
@@ -363,6 +365,7 @@ def refine(
     poll: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
     teach: TeachOpt = DEFAULT_REFINE_TEACH,
     retarget: RetargetOpt = DEFAULT_REFINE_RETARGET,
+    min_asks: MinAsksOpt = DEFAULT_REFINE_MIN_ASKS,
     deepen: Annotated[
         int,
         typer.Option(
@@ -392,16 +395,20 @@ def refine(
         if deepen:
             raise typer.BadParameter("--deepen runs in one process: drop --workers")
         args = ["--index", str(index), "--poll", str(poll), "--teach", teach]
-        args += ["--retarget", str(retarget)]
+        args += ["--retarget", str(retarget), "--min-asks", str(min_asks)]
         args += ["--watch"] if watch else []
         for opt, val in [*choice.items(), ("chroma_url", chroma_url)]:
             if val:
                 args += [f"--{opt.replace('_', '-')}", val]
         raise typer.Exit(_refine_workers(workers, args, store_url))
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
-    pending = idx.store.jobs("pending")
+    pending = [j for j in idx.store.jobs("pending") if j.asks >= min_asks]
     if not pending and not watch and not deepen:
-        console.print("no pending refine jobs")
+        waiting = len(idx.store.jobs("pending"))
+        console.print(
+            "no pending refine jobs"
+            + (f" whose question missed {min_asks} times ({waiting} waiting)" if waiting else "")
+        )
         return
     from cos_integrations.embedded.runtime import open_model
     from cos_integrations.serving.refine import Refiner
@@ -414,6 +421,7 @@ def refine(
             engine,
             teach=teach,  # type: ignore[arg-type]
             retarget=retarget,
+            min_asks=min_asks,
         )
         failed = 0
         while True:

@@ -32,6 +32,7 @@ __all__ = [
     "HitContextOpt",
     "TeachOpt",
     "RetargetOpt",
+    "MinAsksOpt",
     "AnswerSimilarityOpt",
     "rule_levers",
     "setup_logging",
@@ -126,6 +127,15 @@ RetargetOpt = Annotated[
         help="In how many documents a refine job looks for a missed query's answer: its "
         "own, then, while the sources are silent, the next of the collection's chunk "
         "ranking for the query (1: its own only).",
+    ),
+]
+MinAsksOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Take a job once its question missed this often: 2 where a question came back "
+        "without a verified answer (BENCHMARKS.md: a job on every first miss cost more "
+        "than the answers), 1 on its first miss.",
     ),
 ]
 AnswerSimilarityOpt = Annotated[

@@ -67,6 +67,7 @@ async def traffic_step(
         engine,
         teach=options.refine_teach,
         retarget=options.refine_retarget,
+        min_asks=1,  # each traffic question is asked once before the pass: its first miss
     )
     outcomes = await refiner.arun_once()
     rec["refine"] = [

@@ -24,7 +24,7 @@ WORKER = textwrap.dedent(
     index = CoSIndex(sys.argv[1], create=False)
     llm = OpenAIChatModel("fake", base_url=sys.argv[2], api_key="sk-test")
     refiner = Refiner(index, ChainOfSummaries(llm, CoSConfig.fast(iterations=0)),
-                      worker_id=sys.argv[3])
+                      worker_id=sys.argv[3], min_asks=1)
     for o in refiner.run_once():
         print(json.dumps({"job": o.job_id, "doc": o.doc_id, "status": o.status,
                           "version": o.version, "worker": sys.argv[3]}), flush=True)
@@ -100,6 +100,7 @@ def test_cli_workers_use_the_store_named_on_the_command_line(postgres_url, tmp_p
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "COS_STORE"))}
     with FakeOpenAIServer(ScriptedFakeModel(thesis_facts=1)) as srv:
         args = [sys.executable, "-m", "cos_integrations.cli", "refine", "--index", str(path)]
+        args += ["--min-asks", "1"]  # each job's question missed once
         args += ["--store-url", postgres_url, "--workers", "2"]
         args += ["--base-url", srv.base_url, "--model", "fake"]
         proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)

@@ -223,7 +223,7 @@ def test_a_german_source_that_is_silent_is_recorded_so(index):
     doc = SourceDocument(doc_id="miete", text=text, title="Miete")
     asyncio.run(index.aingest([doc], engine))
     index.store.enqueue("miete", "Wer zahlt das Wasser?")
-    [outcome] = Refiner(index, engine, retarget=1).run_once()
+    [outcome] = Refiner(index, engine, retarget=1, min_asks=1).run_once()
     assert outcome.status == "not_in_source", outcome.reason
     assert index.store.not_in_source("miete", "Wer zahlt das Wasser?")
 

@@ -8,6 +8,7 @@ import pytest
 from fakes import ScriptedFakeModel, facts, make_document
 
 from cos_integrations import ChainOfSummaries, CoSConfig
+from cos_integrations.defaults import DEFAULT_REFINE_MIN_ASKS
 from cos_integrations.loaders import SourceDocument
 from cos_integrations.serving import retrieval
 from cos_integrations.serving.hit_rule import HitRule
@@ -43,7 +44,14 @@ SUMMARY_ONLY = HitRule(judge="llm", threshold=0.1, hit_context="summaries")
 def retriever(index, model, *, rule=SUMMARY_ONLY, **kw):
     # the hit rule alone (no router): these tests are about what the summary path decides
     kw.setdefault("max_error", None)
+    kw.setdefault("refine_min_asks", 1)  # a round on the first miss: what a round does
     return FallbackRetriever(index, llm=model, k=2, rule=rule, **kw)
+
+
+def refiner(index, engine, **kw):
+    # these tests are about what a round does: a job runs on its question's first miss
+    kw.setdefault("min_asks", 1)
+    return Refiner(index, engine, **kw)
 
 
 def test_hit_returns_summaries_and_the_answer(filled):
@@ -112,7 +120,7 @@ def test_refine_once_publishes_and_the_query_then_hits(filled):
     ret = retriever(index, model)
     q = "What is the parking item 7?"
     assert not ret.retrieve(q).hit
-    outcomes = Refiner(index, engine).run_once()
+    outcomes = refiner(index, engine).run_once()
     assert [(o.status, o.answer) for o in outcomes] == [("published", "value 7h")]
     current = index.store.current_summary("parking")
     assert current.version == 2 and current.created_by == "refine" and "value 7h" in current.text
@@ -141,7 +149,7 @@ def test_a_miss_whose_source_answered_it_is_served_when_asked_again(filled):
     assert not first.hit and first.reason.startswith("best similarity")
     assert not ret.retrieve(q).hit  # no job has run yet, and the caller gave no answer
     assert ret.verified.exact(q) is None
-    assert [o.status for o in Refiner(index, engine).run_once()] == ["published"]
+    assert [o.status for o in refiner(index, engine).run_once()] == ["published"]
     entry = ret.verified.exact("  what is the PARKING item 7 ")  # normalised
     assert (entry.doc_id, entry.answer, entry.origin) == ("parking", "value 7h", "refine")
     assert entry.quote == "The parking item 7 is value 7h."  # the source's own sentence
@@ -159,6 +167,21 @@ def test_a_miss_whose_source_answered_it_is_served_when_asked_again(filled):
     assert (ret.hits, ret.served, ret.misses) == (1, 1, 2)
     assert not ret.retrieve("What is the parking item 6?").hit  # never answered
     assert not retriever(index, model, rule=UNREACHABLE, answers=False).retrieve(q).hit
+
+
+def test_by_default_a_worker_refines_a_question_once_it_came_back(filled):
+    """Issue 56 item 3, the shipped trigger (``DEFAULT_REFINE_MIN_ASKS``): a worker leaves a
+    question's first miss alone (its answer from the chunks serves the repeats) and runs
+    the job once the question came back and missed again."""
+    index, engine, model = filled
+    ret = retriever(index, model, rule=UNREACHABLE, refine_min_asks=DEFAULT_REFINE_MIN_ASKS)
+    q = "What is the parking item 7?"
+    assert not ret.retrieve(q).hit
+    assert Refiner(index, engine).run_once() == []  # the first miss: no round
+    assert index.store.jobs("pending")[0].asks == 1
+    assert not ret.retrieve(q).hit  # it came back, and no answer was kept to serve it
+    assert [o.status for o in Refiner(index, engine).run_once()] == ["published"]
+    assert ret.retrieve(q).served == "exact"
 
 
 def test_a_miss_answered_from_its_chunks_is_kept_when_the_source_holds_the_answer(filled):
@@ -330,11 +353,11 @@ def test_a_silent_source_sends_the_job_to_the_next_document(filled):
     index, engine, model = filled
     q = "Tell me: What is the garden item 6?"  # not a bank question already
     assert index.store.enqueue("lease", q) is not None  # the fallback's top chunk was lease's
-    only_its_own = Refiner(index, engine, retarget=1).run_once()
+    only_its_own = refiner(index, engine, retarget=1).run_once()
     assert [o.status for o in only_its_own] == ["not_in_source"]
     assert index.store.answer_for(question_key(q)) is None  # retarget=1: lease only
     index.store.enqueue("parking", q)
-    first, second = Refiner(index, engine).run_once()  # the default: 3 documents
+    first, second = refiner(index, engine).run_once()  # the default: 3 documents
     assert (first.doc_id, first.status) == ("parking", "not_in_source")
     assert "queued for garden" in first.reason
     assert (second.doc_id, second.status, second.answer) == ("garden", "published", "value 6g")
@@ -343,12 +366,12 @@ def test_a_silent_source_sends_the_job_to_the_next_document(filled):
     # asked nowhere in the sources: every document of the ranking is tried once, then it stops
     nowhere = "Tell me: What is the garden item 99?"
     index.store.enqueue("garden", nowhere)
-    outcomes = Refiner(index, engine).run_once()
+    outcomes = refiner(index, engine).run_once()
     assert sorted(o.doc_id for o in outcomes) == sorted(TOPICS)
     assert {o.status for o in outcomes} == {"not_in_source"}
     assert all(index.store.not_in_source(t, nowhere) for t in TOPICS)
     with pytest.raises(ValueError, match="retarget"):
-        Refiner(index, engine, retarget=0)
+        refiner(index, engine, retarget=0)
 
 
 def test_not_in_source_is_remembered(filled):
@@ -357,7 +380,7 @@ def test_not_in_source_is_remembered(filled):
     q = "What is the lease item 99?"
     first = ret.retrieve(q)
     assert not first.hit and first.items
-    (outcome,) = Refiner(index, engine, retarget=1).run_once()  # lease's source only
+    (outcome,) = refiner(index, engine, retarget=1).run_once()  # lease's source only
     assert outcome.status == "not_in_source"
     second = ret.retrieve(q)
     # known silent: no job again, but the source chunks are still read (never worse)
@@ -373,7 +396,7 @@ def test_rewrite_that_does_not_answer_falls_back_to_an_appended_fact(filled):
     index, engine, model = filled
     model.rewrite_adds = False  # the rewrite never adds the fact (as the 1.5B model did)
     retriever(index, model).retrieve("What is the lease item 7?")
-    (outcome,) = Refiner(index, engine, teach="rewrite").run_once()
+    (outcome,) = refiner(index, engine, teach="rewrite").run_once()
     assert outcome.status == "published" and model.counts["fact"] == 1
     current = index.store.current_summary("lease").text
     assert current.endswith("The lease item 7 is value 7h.")
@@ -385,7 +408,7 @@ def test_rewrite_and_fact_that_do_not_answer_are_rejected(filled):
     model.rewrite_adds = False
     model.script["fact"] = ["The weather is nice."] * 3
     retriever(index, model).retrieve("What is the lease item 7?")
-    outcome, *others = Refiner(index, engine, teach="rewrite").run_once()
+    outcome, *others = refiner(index, engine, teach="rewrite").run_once()
     assert outcome.status == "rejected" and "still does not answer" in outcome.reason
     assert {o.status for o in others} == {"not_in_source"}  # then tried down the ranking
     assert index.store.current_summary("lease").version == 1
@@ -395,7 +418,7 @@ def test_extract_appends_the_source_sentence_without_a_rewrite(filled):
     index, engine, model = filled
     model.rewrite_adds = False  # no rewrite could teach it: the source's sentence does
     retriever(index, model).retrieve("What is the lease item 7?")
-    (outcome,) = Refiner(index, engine).run_once()
+    (outcome,) = refiner(index, engine).run_once()
     assert outcome.status == "published"
     assert (model.counts["rewrite"], model.counts["fact"]) == (0, 0)
     assert outcome.usage.calls == 3  # source answer, the bank on v1, the bank on v2
@@ -414,7 +437,7 @@ def test_extract_that_does_not_teach_falls_back_to_a_rewrite(filled):
     retriever(index, model).retrieve("What is the lease item 7?")
     # the bank on v1 as usual; on the appended summary the model answers nothing
     model.script["answer"] = [None, _unknown_answers]
-    (outcome,) = Refiner(index, engine, teach="both").run_once()
+    (outcome,) = refiner(index, engine, teach="both").run_once()
     assert outcome.status == "published" and model.counts["rewrite"] == 1
     assert "value 7h" in index.store.current_summary("lease").text
 
@@ -424,11 +447,11 @@ def test_extract_skips_a_sentence_the_summary_already_holds(filled):
     summary = index.store.current_summary("lease").text
     assert "The lease item 0 is value 0a." in summary
     index.store.enqueue("lease", "What is the lease item 0?")
-    (outcome,) = Refiner(index, engine).run_once()  # the default: extract only
+    (outcome,) = refiner(index, engine).run_once()  # the default: extract only
     assert outcome.status == "rejected" and model.counts["rewrite"] == 0
     assert "The parking item 0 is value 0a." in index.store.current_summary("parking").text
     index.store.enqueue("parking", "What is the parking item 0?")
-    Refiner(index, engine, teach="both").run_once()
+    refiner(index, engine, teach="both").run_once()
     assert model.counts["rewrite"] == 1  # nothing to append: the rewrite was asked
 
 
@@ -436,7 +459,7 @@ def test_extract_only_rejects_what_no_source_sentence_teaches(filled):
     index, engine, model = filled
     retriever(index, model).retrieve("What is the lease item 7?")
     model.script["answer"] = [None, _unknown_answers]
-    outcome, *others = Refiner(index, engine, teach="extract").run_once()
+    outcome, *others = refiner(index, engine, teach="extract").run_once()
     assert outcome.status == "rejected" and outcome.reason.startswith(STILL_MISSES)
     assert (model.counts["rewrite"], model.counts["fact"]) == (0, 0)
     assert index.store.current_summary("lease").version == 1
@@ -461,7 +484,7 @@ def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document
     # lease's reader quotes a sentence it has (its item 6) and answers with garden's value
     sibling = {"quote": "The lease item 6 is value 6g.", "answer": "value 6g"}
     model.script["source_answer"] = [json.dumps(sibling)]
-    first, *rest = Refiner(index, engine).run_once()
+    first, *rest = refiner(index, engine).run_once()
     assert (first.doc_id, first.status) == ("lease", "rejected")
     assert first.reason.startswith(STILL_MISSES) and "queued for" in first.reason
     taught = [o for o in rest if o.status == "published"]
@@ -476,7 +499,7 @@ def test_a_source_answer_that_teaches_nothing_sends_the_job_to_the_next_document
 def test_teach_must_be_a_known_mode(filled):
     index, engine, _ = filled
     with pytest.raises(ValueError, match="teach must be one of"):
-        Refiner(index, engine, teach="paraphrase")
+        refiner(index, engine, teach="paraphrase")
 
 
 def test_pinned_document_gets_a_suggestion_not_a_new_version(filled):
@@ -490,7 +513,7 @@ def test_pinned_document_gets_a_suggestion_not_a_new_version(filled):
     )
     index.sync_document("lease")
     retriever(index, model).retrieve("What is the lease item 4?")
-    (outcome,) = Refiner(index, engine).run_once()
+    (outcome,) = refiner(index, engine).run_once()
     assert outcome.status == "suggested"
     assert index.store.current_summary("lease").version == pinned
     assert [v.status for v in index.store.versions("lease")] == [
@@ -516,10 +539,10 @@ def test_failed_jobs_retry_then_dead_letter(filled):
             raise RuntimeError("connection refused")
 
     retriever(index, model).retrieve("What is the garden item 7?")
-    refiner = Refiner(index, ChainOfSummaries(Down(), CoSConfig.fast()), max_attempts=2)
-    assert [o.status for o in refiner.run_once(max_jobs=1)] == ["failed"]
-    assert [o.status for o in refiner.run_once(max_jobs=1)] == ["dead"]
-    assert refiner.run_once() == []
+    worker = refiner(index, ChainOfSummaries(Down(), CoSConfig.fast()), max_attempts=2)
+    assert [o.status for o in worker.run_once(max_jobs=1)] == ["failed"]
+    assert [o.status for o in worker.run_once(max_jobs=1)] == ["dead"]
+    assert worker.run_once() == []
     assert index.store.jobs()[0].status == "dead"
 
 
@@ -537,7 +560,7 @@ def test_expired_lease_is_taken_over(filled):
 def test_background_refiner_refines_while_serving(filled):
     """A worker of one's own, notified on each miss (refine_on_miss="queue" + on_miss)."""
     index, engine, model = filled
-    with BackgroundRefiner(Refiner(index, engine), idle_poll=0.05) as bg:
+    with BackgroundRefiner(refiner(index, engine), idle_poll=0.05) as bg:
         ret = retriever(index, model, refine_on_miss="queue", on_miss=bg.notify)
         q = "What is the lease item 6?"
         assert not ret.retrieve(q).hit
@@ -586,10 +609,10 @@ def test_deepen_runs_cos_rounds_only_where_traffic_is(tiered):
     ret.retrieve("What is the parking item 6?")  # a miss on parking
     ret.retrieve("What is the parking item 7?")  # and another
     ret.retrieve("What is the lease item 1?")  # a hit on lease
-    refiner = Refiner(index, engine)
-    assert refiner.deepen_candidates() == ["parking", "lease"]  # misses first; garden: none
+    rounds = refiner(index, engine)
+    assert rounds.deepen_candidates() == ["parking", "lease"]  # misses first; garden: none
     before = len(model.calls)
-    outcomes = refiner.deepen(strategy="cos-extract")
+    outcomes = rounds.deepen(strategy="cos-extract")
     assert [(o.doc_id, o.status) for o in outcomes] == [
         ("parking", "published"),
         ("lease", "published"),
@@ -602,8 +625,8 @@ def test_deepen_runs_cos_rounds_only_where_traffic_is(tiered):
     assert parking.text.startswith(thesis) and len(facts(parking.text)) > len(facts(thesis))
     assert all(s + "." in make_document(8, topic="parking") for s in parking.text.split(". ")[:-1])
     # the bank is stored: deepened once; refinement now validates against it
-    assert index.store.questions("parking") and refiner.deepen_candidates() == []
-    assert refiner.deepen() == []
+    assert index.store.questions("parking") and rounds.deepen_candidates() == []
+    assert rounds.deepen() == []
     assert index.store.current_summary("garden").version == 1
     # the vector follows the published version
     vec = index.summaries.get(where={"doc_id": "parking"}, include=["metadatas"])
@@ -616,7 +639,7 @@ def test_deepen_publishes_nothing_when_no_round_beats_the_summary(tiered):
     whole = make_document(8, topic="lease")
     index.store.publish_version("lease", whole, expected_version=1, created_by="human")
     index.store.record_event("hit", "lease", "What is the lease item 1?")
-    outcome = Refiner(index, engine).deepen()[0]
+    outcome = refiner(index, engine).deepen()[0]
     assert outcome.status == "rejected" and "no round beat" in outcome.reason
     assert index.store.current_summary("lease").version == 2
     assert index.store.questions("lease")  # the bank is kept: not deepened again
@@ -669,7 +692,7 @@ def test_only_the_models_own_no_answer_records_a_silent_source(index):
     asyncio.run(index.aingest([doc], engine))
     for q in replies:
         index.store.enqueue("garden", q)
-    outcomes = Refiner(index, engine, retarget=1).run_once()
+    outcomes = refiner(index, engine, retarget=1).run_once()
     assert [o.status for o in outcomes] == ["rejected", "rejected", "rejected", "not_in_source"]
     assert "in_quote failed" in outcomes[0].reason and "quoted" in outcomes[1].reason
     assert "unreadable reply" in outcomes[2].reason
@@ -677,7 +700,7 @@ def test_only_the_models_own_no_answer_records_a_silent_source(index):
     assert all(index.store.answer_for(question_key(q)) is None for q in replies)
     # a quoted answer from the same source is taught as before: the quoted sentence
     index.store.enqueue("garden", "What is the garden item 3?")
-    assert [(o.status, o.answer) for o in Refiner(index, engine).run_once()] == [
+    assert [(o.status, o.answer) for o in refiner(index, engine).run_once()] == [
         ("published", "value 3d")
     ]
     assert index.store.current_summary("garden").text.endswith("The garden item 3 is value 3d.")
@@ -704,12 +727,12 @@ def test_a_source_answer_teaches_the_sentences_its_quote_covers(index):
     model.script["answer"] = [None, _answers(model, "10"), None, _answers(model, "4")]
     q = "How many touchdowns did Brock Osweiler throw?"
     index.store.enqueue("season", q)
-    (outcome,) = Refiner(index, engine).run_once()
+    (outcome,) = refiner(index, engine).run_once()
     assert (outcome.status, outcome.answer) == ("published", "10"), outcome.reason
     summary = index.store.current_summary("season").text
     assert summary.endswith("In contrast, Brock Osweiler threw 10 touchdowns.")
     index.store.enqueue("season", "How many picks did Peyton Manning throw?")
-    (picks,) = Refiner(index, engine).run_once()
+    (picks,) = refiner(index, engine).run_once()
     assert picks.status == "published"
     assert index.store.current_summary("season").text.endswith(
         "Peyton Manning retired after the final. He threw 4 picks in the season."
