@@ -27,7 +27,7 @@ answers the same ask right.
 Examples:
     >>> options = StreamOptions(asks=1000, mix=(0.4, 0.2, 0.4))
     >>> options.refine_every, options.refine_min_asks
-    (10, 1)
+    (10, 2)
 """
 
 from __future__ import annotations
