@@ -24,6 +24,10 @@
 #   [SETS="squad covid"] [TAG=name] [EXTRA=...] bash benchmarks/four_sets.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the records, compressed for the repository, also when the run stops early (a stopped
+# run's calls then replay on the next one instead of being lost with the plain files)
+trap 'python benchmarks/pack_results.py' EXIT
+trap 'exit 143' TERM INT
 export PATH="$PWD/.venv/bin:$PATH"
 DATA=${DATA:-../shared/data}
 SETS=${SETS:-squad covid fairy german}
@@ -58,4 +62,3 @@ for set in $SETS; do
   # the first run's summaries are every later run's (the same index content)
   if [ ${#summaries[@]} -eq 0 ] && [ -f "$out.docs.jsonl" ]; then cp "$out.docs.jsonl" "$rec"; fi
 done
-python benchmarks/pack_results.py  # the records, compressed for the repository

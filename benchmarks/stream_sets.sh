@@ -15,6 +15,10 @@
 #   [SETS="squad covid"] [ASKS=400] [TAG=stream] [METHODS=...] [EXTRA=...] [BOOK=...] bash benchmarks/stream_sets.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the records, compressed for the repository, also when the run stops early (a stopped
+# run's calls then replay on the next one instead of being lost with the plain files)
+trap 'python benchmarks/pack_results.py' EXIT
+trap 'exit 143' TERM INT
 export PATH="$PWD/.venv/bin:$PATH"
 SETS=${SETS:-squad covid fairy german}
 ASKS=${ASKS:-400}
@@ -34,4 +38,3 @@ for set in $SETS; do
     --out "$out" --plot "benchmarks/results/$TAG-$set.png"
   echo "$set: $(( $(date +%s) - start )) s"
 done
-python benchmarks/pack_results.py
