@@ -402,13 +402,10 @@ def refine(
                 args += [f"--{opt.replace('_', '-')}", val]
         raise typer.Exit(_refine_workers(workers, args, store_url))
     idx = open_index(index, store_url=store_url, chroma_url=chroma_url)
-    pending = [j for j in idx.store.jobs("pending") if j.asks >= min_asks]
-    if not pending and not watch and not deepen:
-        waiting = len(idx.store.jobs("pending"))
-        console.print(
-            "no pending refine jobs"
-            + (f" whose question missed {min_asks} times ({waiting} waiting)" if waiting else "")
-        )
+    waiting = idx.store.jobs("pending")
+    if not any(j.asks >= min_asks for j in waiting) and not watch and not deepen:
+        why = f" whose question missed {min_asks} times ({len(waiting)} waiting)"
+        console.print("no pending refine jobs" + (why if waiting else ""))
         return
     from cos_integrations.embedded.runtime import open_model
     from cos_integrations.serving.refine import Refiner
